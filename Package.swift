@@ -1,0 +1,70 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// AsyncImageView for Swift on Linux.
+///
+/// Layout (one concept per file, grouped by role):
+/// - `AsyncImageKit`: the library (the only product a user links).
+/// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
+///   that owns every `setjmp` used by libpng and libjpeg.
+/// - `LoopbackHTTP`, `ImageFixtures`: support code for the tests, the demo and
+///   the benchmark (a real HTTP/1.1 server on 127.0.0.1, generated images).
+let package = Package(
+    name: "AsyncImageView",
+    products: [
+        .library(name: "AsyncImageKit", targets: ["AsyncImageKit"]),
+        .executable(name: "asyncimage-demo", targets: ["asyncimage-demo"]),
+        .executable(name: "asyncimage-bench", targets: ["asyncimage-bench"]),
+    ],
+    targets: [
+        // System libraries, found with pkg-config (Debian 12 names).
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CPNG", pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(
+            name: "CJPEG", pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg-dev"])]),
+        .systemLibrary(
+            name: "CGIF", pkgConfig: "libgif",
+            providers: [.apt(["libgif-dev"])]),
+        .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+
+        // The only C code: whole PNG/JPEG decodes and encodes inside one C
+        // function each, so that no longjmp ever crosses a Swift frame.
+        .target(name: "CImageCodecs", dependencies: ["CPNG", "CJPEG"]),
+
+        .target(
+            name: "AsyncImageKit",
+            dependencies: ["CCurl", "CImageCodecs", "CGIF"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
+        // Support targets (not part of the library product).
+        .target(
+            name: "LoopbackHTTP", dependencies: ["CZlib"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "ImageFixtures", dependencies: ["AsyncImageKit", "CGIF", "CZlib"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
+        .executableTarget(
+            name: "asyncimage-demo",
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            path: "Demo",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "asyncimage-bench",
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            path: "Benchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
+        .testTarget(
+            name: "AsyncImageKitTests",
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+    ]
+)

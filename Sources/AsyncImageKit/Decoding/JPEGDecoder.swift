@@ -1,0 +1,81 @@
+import CImageCodecs
+import Foundation
+
+/// Decodes JPEG with libjpeg-turbo: baseline, progressive and arithmetic
+/// coded; grayscale, YCbCr, and CMYK/YCCK (Adobe inverted or not) converted to
+/// RGB. The EXIF orientation (1-8) is applied.
+///
+/// Strict like `djpeg -strict`: libjpeg reports corrupt or truncated data only
+/// as a warning and fills the gap in; here any such warning fails the decode,
+/// so a half-decoded photo is never reported as a success.
+///
+/// A downsampled decode uses libjpeg's DCT scaling (1/2, 1/4 or 1/8) to the
+/// smallest scale whose output still covers the target, then area-averages to
+/// the exact size: a 24-megapixel photo shown at 256x256 never allocates a
+/// full-size bitmap.
+public struct JPEGDecoder: ImageDecoding {
+    /// Creates a JPEG decoder.
+    public init() {}
+
+    /// ``ImageFormat/jpeg``.
+    public var format: ImageFormat { .jpeg }
+
+    /// Decodes a whole JPEG; see ``ImageDecoding/decode(_:options:)``.
+    public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
+        let header = JPEGHeader(data)
+        let orientation = header.orientation
+
+        // The final upright size, and the stored size the codec must reach.
+        var storedTarget: PixelSize?
+        if let target = options.targetSize, let stored = header.size, stored.width > 0, stored.height > 0 {
+            let upright = orientation.swapsDimensions ? stored.transposed : stored
+            let final = upright.scaled(toFit: target, contentMode: options.contentMode)
+            storedTarget = orientation.swapsDimensions ? final.transposed : final
+        }
+
+        var result = aiv_decode_result()
+        let status = data.withBytes { bytes, count in
+            aiv_jpeg_decode(
+                bytes, count, UInt64(max(0, options.maxPixels)),
+                UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), &result)
+        }
+        guard status == 0 else { throw failure(result.failureStage, result.messageText) }
+
+        let width = Int(result.width)
+        let height = Int(result.height)
+        let bytesPerRow = Int(result.bytes_per_row)
+        if result.layout != AIV_LAYOUT_RGBA, let raw = result.pixels {
+            Self.convertCMYKToRGBA(raw, count: height * bytesPerRow, inverted: result.layout == AIV_LAYOUT_CMYK_INVERTED)
+        }
+        let pixels = result.takePixels()
+        let source = result.sourceSize
+        var image = Image(
+            width: width, height: height, bytesPerRow: bytesPerRow,
+            frames: [ImageFrame(pixels: pixels, duration: 0)], format: .jpeg,
+            originalSize: orientation.swapsDimensions ? source.transposed : source,
+            decodeInfo: DecodeInfo(scaleDenominator: Int(result.scale_denom), decodedSize: result.decodedSize))
+        if let storedTarget, storedTarget != image.size {
+            image = try ImageResizer.resize(image, to: storedTarget)
+        }
+        if orientation != .up {
+            image = try OrientationTransform.apply(orientation, to: image)
+        }
+        return image
+    }
+
+    /// Converts CMYK (as libjpeg returns it, 4 bytes a pixel) to opaque RGBA in place.
+    /// Adobe files store the inks inverted (255 = no ink).
+    static func convertCMYKToRGBA(_ p: UnsafeMutablePointer<UInt8>, count: Int, inverted: Bool) {
+        var i = 0
+        while i < count {
+            var c = UInt32(p[i]), m = UInt32(p[i + 1]), y = UInt32(p[i + 2]), k = UInt32(p[i + 3])
+            if !inverted { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k }
+            // Now 255 means "no ink": RGB = (1 - ink) * (1 - black).
+            p[i] = UInt8((c * k + 127) / 255)
+            p[i + 1] = UInt8((m * k + 127) / 255)
+            p[i + 2] = UInt8((y * k + 127) / 255)
+            p[i + 3] = 255
+            i += 4
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// The one error type of AsyncImageKit: every failure a load or a decode can
+/// end in. Each case carries the URL where there is one and reads well in a
+/// log (``description``).
+public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The string is not a URL that can be loaded.
+    case invalidURL(String)
+    /// The URL's scheme is not `http`, `https` or `file`; nothing was sent.
+    case unsupportedScheme(URL)
+    /// The server answered with an HTTP status of 400 or above.
+    case httpStatus(URL, code: Int)
+    /// The transfer did not finish within `seconds` of starting.
+    case timedOut(URL, seconds: Double)
+    /// The body grew past the size limit, in bytes (checked while streaming).
+    case bodyTooLarge(URL, limit: Int)
+    /// The redirect chain was longer than `limit`.
+    case tooManyRedirects(URL, limit: Int)
+    /// A redirect pointed at a scheme other than `http` or `https` (such as `file`).
+    case disallowedRedirect(URL, message: String)
+    /// A `file` URL names no readable file.
+    case fileNotFound(URL)
+    /// Any other transport failure (connection refused or reset, a body cut
+    /// short, TLS, DNS): libcurl's code and message.
+    case transport(URL, code: Int, message: String)
+    /// The data could not be decoded into an image.
+    case decoding(DecodingFailure, url: URL?)
+
+    /// The URL the failure concerns, if any.
+    public var url: URL? {
+        switch self {
+        case .invalidURL: return nil
+        case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
+            .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
+            .fileNotFound(let url), .transport(let url, _, _):
+            return url
+        case .decoding(_, let url): return url
+        }
+    }
+
+    /// The same error with its URL set (used when a decode failure becomes a load failure).
+    public func with(url: URL) -> AsyncImageError {
+        if case .decoding(let failure, nil) = self { return .decoding(failure, url: url) }
+        return self
+    }
+
+    /// A readable sentence naming what failed and where.
+    public var description: String {
+        switch self {
+        case .invalidURL(let string):
+            return "invalid URL '\(string)'"
+        case .unsupportedScheme(let url):
+            return "unsupported URL scheme '\(url.scheme ?? "")' in \(url.absoluteString) (only http, https and file are loaded)"
+        case .httpStatus(let url, let code):
+            return "HTTP status \(code) for \(url.absoluteString)"
+        case .timedOut(let url, let seconds):
+            return "timed out after \(seconds) s loading \(url.absoluteString)"
+        case .bodyTooLarge(let url, let limit):
+            return "body of \(url.absoluteString) is larger than the limit of \(limit) bytes"
+        case .tooManyRedirects(let url, let limit):
+            return "more than \(limit) redirects loading \(url.absoluteString)"
+        case .disallowedRedirect(let url, let message):
+            return "redirect to a scheme other than http or https refused loading \(url.absoluteString): \(message)"
+        case .fileNotFound(let url):
+            return "no readable file at \(url.absoluteString)"
+        case .transport(let url, let code, let message):
+            return "transfer of \(url.absoluteString) failed (curl error \(code)): \(message)"
+        case .decoding(let failure, let url):
+            if let url { return "\(failure) (\(url.absoluteString))" }
+            return failure.description
+        }
+    }
+}
+
+/// Why data could not be decoded: which format, at which stage, and what was wrong.
+public struct DecodingFailure: Sendable, Hashable, CustomStringConvertible {
+    /// Where in the decode the failure happened.
+    public enum Stage: String, Sendable, Hashable {
+        /// Recognising the format from the first bytes.
+        case sniffing
+        /// The signature, header or coding parameters.
+        case header
+        /// Rejected by the pixel limit before any pixel buffer was allocated.
+        case limits
+        /// The image data (scanlines, LZW data, frames).
+        case pixels
+        /// After the image data: the end of the stream.
+        case trailer
+        /// An allocation failed.
+        case memory
+    }
+
+    /// The sniffed format, `nil` when it could not be recognised.
+    public let format: ImageFormat?
+    /// The stage that failed.
+    public let stage: Stage
+    /// What was wrong, in the codec library's words where it gave any.
+    public let reason: String
+
+    /// Creates a failure.
+    public init(format: ImageFormat?, stage: Stage, reason: String) {
+        self.format = format
+        self.stage = stage
+        self.reason = reason
+    }
+
+    /// `"cannot decode jpeg (pixels): Premature end of JPEG file"`.
+    public var description: String {
+        "cannot decode \(format?.rawValue ?? "data") (\(stage.rawValue)): \(reason)"
+    }
+}

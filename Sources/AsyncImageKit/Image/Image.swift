@@ -1,0 +1,146 @@
+import Foundation
+
+/// A fully decoded image: every pixel decompressed, ready to draw.
+///
+/// Pixels are 8-bit RGBA with **straight (non-premultiplied) alpha**, rows top
+/// to bottom, `bytesPerRow` bytes apart. The EXIF orientation has already been
+/// applied, so `width` and `height` are the upright size. An animated GIF
+/// carries every frame, each a whole canvas of `width` x `height` with
+/// disposal already applied; a still image has one frame.
+///
+/// `Image` is a value type whose pixel storage is shared and immutable, so it
+/// is cheap to copy and safe to send between threads.
+public struct Image: Sendable {
+    /// The pixel layout of every image: 8-bit R, G, B, A, straight alpha.
+    public static let bytesPerPixel = 4
+
+    /// Upright width in pixels.
+    public let width: Int
+    /// Upright height in pixels.
+    public let height: Int
+    /// Bytes from the start of one row to the start of the next (at least `width * 4`).
+    public let bytesPerRow: Int
+    /// Every frame, in display order; `frames[0]` is the still image.
+    public let frames: [ImageFrame]
+    /// The format the image was decoded from (`nil` for an image made in memory).
+    public let format: ImageFormat?
+    /// The upright pixel size of the source before any downsampling.
+    public let originalSize: PixelSize
+    /// The EXIF orientation that was applied to reach upright pixels.
+    public let orientation: ImageOrientation
+    /// How many times an animation repeats (`0` = forever), `nil` when the file does not say.
+    public let loopCount: Int?
+    /// How the decoder produced the pixels (DCT scale, size before resizing).
+    public let decodeInfo: DecodeInfo
+
+    /// Creates an image from frames that already hold RGBA pixels.
+    ///
+    /// - Precondition: every frame holds at least `bytesPerRow * height` bytes.
+    public init(
+        width: Int, height: Int, bytesPerRow: Int, frames: [ImageFrame],
+        format: ImageFormat? = nil, originalSize: PixelSize? = nil,
+        orientation: ImageOrientation = .up, loopCount: Int? = nil,
+        decodeInfo: DecodeInfo? = nil
+    ) {
+        precondition(width > 0 && height > 0, "an image has at least one pixel")
+        precondition(bytesPerRow >= width * Image.bytesPerPixel, "bytesPerRow too small")
+        precondition(!frames.isEmpty, "an image has at least one frame")
+        precondition(
+            frames.allSatisfy { $0.pixels.count >= bytesPerRow * (height - 1) + width * 4 },
+            "a frame holds fewer bytes than its geometry needs")
+        self.width = width
+        self.height = height
+        self.bytesPerRow = bytesPerRow
+        self.frames = frames
+        self.format = format
+        self.originalSize = originalSize ?? PixelSize(width: width, height: height)
+        self.orientation = orientation
+        self.loopCount = loopCount
+        self.decodeInfo =
+            decodeInfo ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))
+    }
+
+    /// Creates a still image from RGBA pixels.
+    public init(width: Int, height: Int, rgba pixels: Data, bytesPerRow: Int? = nil) {
+        self.init(
+            width: width, height: height, bytesPerRow: bytesPerRow ?? width * 4,
+            frames: [ImageFrame(pixels: pixels, duration: 0)])
+    }
+
+    /// The still image's pixels (the first frame).
+    public var pixels: Data { frames[0].pixels }
+
+    /// The upright pixel size.
+    public var size: PixelSize { PixelSize(width: width, height: height) }
+
+    /// Whether the image has more than one frame.
+    public var isAnimated: Bool { frames.count > 1 }
+
+    /// The bytes of pixel storage over all frames: what a memory cache counts.
+    public var cost: Int { frames.reduce(0) { $0 + $1.pixels.count } }
+
+    /// The total duration of one loop of the animation, in seconds.
+    public var duration: Double { frames.reduce(0) { $0 + $1.duration } }
+
+    /// The RGBA value of one pixel of one frame.
+    public func pixel(x: Int, y: Int, frame: Int = 0) -> RGBA {
+        precondition(x >= 0 && x < width && y >= 0 && y < height, "pixel out of bounds")
+        let offset = y * bytesPerRow + x * 4
+        return frames[frame].pixels.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> RGBA in
+            RGBA(r: raw[offset], g: raw[offset + 1], b: raw[offset + 2], a: raw[offset + 3])
+        }
+    }
+}
+
+/// One frame of an image.
+public struct ImageFrame: Sendable {
+    /// RGBA pixels of the whole canvas, laid out as the image's `bytesPerRow` says.
+    public let pixels: Data
+    /// How long the frame is shown, in seconds (0 for a still image).
+    public let duration: Double
+
+    /// Creates a frame.
+    public init(pixels: Data, duration: Double) {
+        self.pixels = pixels
+        self.duration = duration
+    }
+}
+
+/// One pixel: 8-bit red, green, blue and straight alpha.
+public struct RGBA: Hashable, Sendable, CustomStringConvertible {
+    /// Red.
+    public var r: UInt8
+    /// Green.
+    public var g: UInt8
+    /// Blue.
+    public var b: UInt8
+    /// Alpha (255 = opaque).
+    public var a: UInt8
+
+    /// Creates a pixel value.
+    public init(r: UInt8, g: UInt8, b: UInt8, a: UInt8 = 255) {
+        self.r = r
+        self.g = g
+        self.b = b
+        self.a = a
+    }
+
+    /// `"rgba(r,g,b,a)"`.
+    public var description: String { "rgba(\(r),\(g),\(b),\(a))" }
+}
+
+/// How a decoder produced an image's pixels.
+public struct DecodeInfo: Sendable, Hashable {
+    /// The DCT scale denominator a JPEG was decoded at (1, 2, 4 or 8); 1 for other formats.
+    public let scaleDenominator: Int
+    /// The size of the largest pixel buffer the decoder filled, before any
+    /// resize and orientation: the full size unless the decode was downsampled
+    /// by DCT scaling.
+    public let decodedSize: PixelSize
+
+    /// Creates decode information.
+    public init(scaleDenominator: Int, decodedSize: PixelSize) {
+        self.scaleDenominator = scaleDenominator
+        self.decodedSize = decodedSize
+    }
+}

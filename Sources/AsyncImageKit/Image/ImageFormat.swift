@@ -1,0 +1,43 @@
+import Foundation
+
+/// An encoded image format, identified by sniffing the first bytes of the data.
+///
+/// The format is never taken from a file extension or a `Content-Type` header:
+/// servers and file names lie, the bytes do not.
+public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Portable Network Graphics.
+    case png
+    /// JPEG (JFIF, EXIF).
+    case jpeg
+    /// Graphics Interchange Format (87a, 89a), possibly animated.
+    case gif
+
+    /// The format whose signature `data` starts with, or `nil`.
+    ///
+    /// - PNG: `89 50 4E 47 0D 0A 1A 0A`
+    /// - JPEG: `FF D8 FF` (start of image followed by a marker)
+    /// - GIF: `GIF87a` or `GIF89a`
+    public static func sniff(_ data: Data) -> ImageFormat? {
+        data.withUnsafeBytes { sniff(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The format whose signature `bytes` start with, or `nil`.
+    public static func sniff(_ bytes: UnsafeRawBufferPointer) -> ImageFormat? {
+        let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        if bytes.count >= 8, zip(bytes.prefix(8), pngSignature).allSatisfy({ $0 == $1 }) {
+            return .png
+        }
+        if bytes.count >= 3, bytes[0] == 0xFF, bytes[1] == 0xD8, bytes[2] == 0xFF {
+            return .jpeg
+        }
+        if bytes.count >= 6, bytes[0] == 0x47, bytes[1] == 0x49, bytes[2] == 0x46, bytes[3] == 0x38,
+            bytes[4] == 0x37 || bytes[4] == 0x39, bytes[5] == 0x61
+        {
+            return .gif
+        }
+        return nil
+    }
+
+    /// The lower-case name: `png`, `jpeg`, `gif`.
+    public var description: String { rawValue }
+}

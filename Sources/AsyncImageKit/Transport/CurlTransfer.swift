@@ -1,0 +1,193 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// One transfer: its libcurl easy handle, the body as it streams in, and the
+/// rule that it ends in exactly one of "completed" (the handler runs once) or
+/// "cancelled" (the handler never runs).
+///
+/// The handle, the body and the flags are touched only on the loop thread;
+/// `state` is the one thing shared between threads.
+final class CurlTransfer: @unchecked Sendable {
+    enum State {
+        case pending, cancelled, delivered
+    }
+
+    let url: URL
+    let configuration: TransportConfiguration
+    private let completionQueue: DispatchQueue
+    private let completion: @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    private let state = Mutex(State.pending)
+
+    // Loop thread only.
+    private(set) var easy: UnsafeMutableRawPointer?
+    private var body = Data()
+    private var bodyTooLarge = false
+    private var errorBuffer: UnsafeMutablePointer<CChar>?
+
+    init(
+        url: URL, configuration: TransportConfiguration, completionQueue: DispatchQueue,
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) {
+        self.url = url
+        self.configuration = configuration
+        self.completionQueue = completionQueue
+        self.completion = completion
+    }
+
+    deinit {
+        errorBuffer?.deallocate()
+    }
+
+    var isCancelled: Bool { state.withLock { $0 == .cancelled } }
+
+    /// Marks the transfer cancelled (if it has not delivered) and asks the loop to drop it.
+    func cancel() {
+        let cancelled = state.withLock { state -> Bool in
+            guard state == .pending else { return false }
+            state = .cancelled
+            return true
+        }
+        if cancelled { CurlEventLoop.shared.cancel(self) }
+    }
+
+    /// Delivers `result` on the completion queue, unless cancelled first.
+    func deliver(_ result: Result<DataResponse, AsyncImageError>) {
+        completionQueue.async { [self] in
+            let claimed = state.withLock { state -> Bool in
+                guard state == .pending else { return false }
+                state = .delivered
+                return true
+            }
+            if claimed { completion(result) }
+        }
+    }
+
+    // MARK: Loop thread
+
+    /// Creates and configures the easy handle; on failure delivers an error and returns nil.
+    func makeHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else {
+            deliver(.failure(.transport(url, code: Int(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_easy_init failed")))
+            return nil
+        }
+        self.easy = easy
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        buffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        errorBuffer = buffer
+
+        let timeoutMilliseconds = max(1, Int((configuration.timeout * 1000).rounded(.up)))
+        var ok = true
+        func set(_ code: CURLcode) { if code != CURLE_OK { ok = false } }
+        set(aiv_curl_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        set(aiv_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,file"))
+        set(aiv_curl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, max(0, configuration.maxRedirects)))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_FAILONERROR, 1))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
+        set(aiv_curl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
+        set(aiv_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxBodySize)))
+        if configuration.acceptsEncodedBodies {
+            set(aiv_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+        }
+        set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer))
+        set(aiv_curl_easy_setopt_write_function(easy, curlWrite))
+        set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()))
+        guard ok else {
+            releaseHandle()
+            deliver(.failure(.transport(url, code: Int(CURLE_FAILED_INIT.rawValue), message: "could not configure the transfer")))
+            return nil
+        }
+        return easy
+    }
+
+    /// Appends body bytes; returns fewer than `count` (aborting the transfer) past the size limit.
+    func receive(_ bytes: UnsafeRawPointer, count: Int) -> Int {
+        if body.count + count > configuration.maxBodySize {
+            bodyTooLarge = true
+            return 0
+        }
+        if body.isEmpty, let easy {
+            var length: curl_off_t = -1
+            if aiv_curl_easy_getinfo_off_t(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length > 0 {
+                body.reserveCapacity(Int(min(length, curl_off_t(configuration.maxBodySize))))
+            }
+        }
+        body.append(bytes.assumingMemoryBound(to: UInt8.self), count: count)
+        return count
+    }
+
+    /// Reads the outcome off the finished handle, frees it, and delivers.
+    func finish(multi: UnsafeMutableRawPointer?, code: CURLcode) {
+        let result = outcome(code)
+        releaseHandle()
+        body = Data()
+        deliver(result)
+    }
+
+    /// Frees the easy handle (after it was removed from the multi handle).
+    func releaseHandle() {
+        if let easy { curl_easy_cleanup(easy) }
+        easy = nil
+    }
+
+    private func outcome(_ code: CURLcode) -> Result<DataResponse, AsyncImageError> {
+        var status = 0
+        var finalURL = url
+        var contentType: String?
+        if let easy {
+            _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            var text: UnsafeMutablePointer<CChar>?
+            if aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
+                let effective = URL(string: String(cString: text))
+            {
+                finalURL = effective
+            }
+            text = nil
+            if aiv_curl_easy_getinfo_string(easy, CURLINFO_CONTENT_TYPE, &text) == CURLE_OK, let text {
+                contentType = String(cString: text)
+            }
+        }
+        let message = errorMessage(code)
+        switch code {
+        case CURLE_OK:
+            return .success(
+                DataResponse(url: url, finalURL: finalURL, statusCode: status, contentType: contentType, data: body))
+        case CURLE_HTTP_RETURNED_ERROR:
+            return .failure(.httpStatus(finalURL, code: status))
+        case CURLE_OPERATION_TIMEDOUT:
+            return .failure(.timedOut(url, seconds: configuration.timeout))
+        case CURLE_FILESIZE_EXCEEDED:
+            return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
+        case CURLE_WRITE_ERROR where bodyTooLarge:
+            return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
+        case CURLE_TOO_MANY_REDIRECTS:
+            return .failure(.tooManyRedirects(url, limit: configuration.maxRedirects))
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            // The first URL's scheme was checked before starting: this is a redirect.
+            return .failure(.disallowedRedirect(url, message: message))
+        case CURLE_FILE_COULDNT_READ_FILE:
+            return .failure(.fileNotFound(url))
+        default:
+            return .failure(.transport(url, code: Int(code.rawValue), message: message))
+        }
+    }
+
+    private func errorMessage(_ code: CURLcode) -> String {
+        if let errorBuffer, errorBuffer.pointee != 0 { return String(cString: errorBuffer) }
+        return String(cString: curl_easy_strerror(code))
+    }
+}
+
+/// libcurl's write callback: hands the bytes to the transfer in `userdata`.
+private let curlWrite: aiv_curl_write_callback = { pointer, size, count, userdata in
+    guard let userdata else { return 0 }
+    let total = size * count
+    guard total > 0, let pointer else { return total }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.receive(pointer, count: total)
+}

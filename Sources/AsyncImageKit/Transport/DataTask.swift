@@ -1,0 +1,18 @@
+/// A transfer started by a ``DataLoader``: a handle to cancel it.
+public final class DataTask: Sendable {
+    let transfer: CurlTransfer
+
+    init(transfer: CurlTransfer) {
+        self.transfer = transfer
+    }
+
+    /// Cancels the transfer: a running one is stopped and its libcurl handle
+    /// freed on the transport thread's next turn, and the completion handler is
+    /// never called. No effect once the completion handler has been called.
+    public func cancel() {
+        transfer.cancel()
+    }
+
+    /// Whether ``cancel()`` took effect.
+    public var isCancelled: Bool { transfer.isCancelled }
+}

@@ -1,0 +1,57 @@
+/*
+ * Typed wrappers for libcurl's variadic functions, which Swift cannot call.
+ * Nothing here holds logic: each wrapper forwards one argument of one type.
+ */
+#ifndef AIV_CCURL_SHIM_H
+#define AIV_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+typedef size_t (*aiv_curl_write_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+static inline CURLcode aiv_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode aiv_curl_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode aiv_curl_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode aiv_curl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode aiv_curl_easy_setopt_write_function(CURL *handle, aiv_curl_write_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+}
+
+static inline CURLcode aiv_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode aiv_curl_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode aiv_curl_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode aiv_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLMcode aiv_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+/* CURLMsg.data is a union; Swift reads it awkwardly, so read it here. */
+static inline CURLcode aiv_curl_msg_result(const CURLMsg *msg) {
+    return msg->data.result;
+}
+
+#endif

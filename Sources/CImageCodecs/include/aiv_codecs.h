@@ -1,0 +1,103 @@
+/*
+ * CImageCodecs: the only C code in the package.
+ *
+ * libpng and libjpeg report fatal errors with longjmp. Swift cannot call
+ * setjmp, and a longjmp must never cross a Swift frame, so each whole decode
+ * or encode (header to last scanline) runs inside one C function here that
+ * owns its setjmp. Everything else (sniffing, orientation, colour conversion,
+ * resizing, GIF, error types) is Swift.
+ *
+ * Pixel buffers are allocated with aiv_pixels_alloc and freed with
+ * aiv_pixels_free; encoded buffers with malloc and freed with free().
+ */
+#ifndef AIV_CODECS_H
+#define AIV_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where a decode stopped. */
+typedef enum {
+    AIV_STAGE_NONE = 0,
+    AIV_STAGE_HEADER = 1,   /* signature, header, or parameters */
+    AIV_STAGE_LIMITS = 2,   /* rejected by the pixel limit, before any pixel buffer */
+    AIV_STAGE_PIXELS = 3,   /* image data (scanlines) */
+    AIV_STAGE_TRAILER = 4,  /* after the last scanline (end of stream) */
+    AIV_STAGE_MEMORY = 5    /* an allocation failed */
+} aiv_stage;
+
+/* What the decoded buffer holds. */
+typedef enum {
+    AIV_LAYOUT_RGBA = 0,         /* 8-bit RGBA, straight alpha */
+    AIV_LAYOUT_CMYK = 1,         /* 8-bit CMYK from libjpeg (convert in Swift) */
+    AIV_LAYOUT_CMYK_INVERTED = 2 /* Adobe APP14 CMYK, stored inverted */
+} aiv_layout;
+
+typedef struct {
+    /* Output */
+    uint8_t *pixels;            /* aiv_pixels_alloc'd; caller frees with aiv_pixels_free */
+    size_t pixels_size;         /* bytes allocated */
+    uint32_t width;             /* decoded width (after DCT scaling) */
+    uint32_t height;
+    uint32_t bytes_per_row;
+    uint32_t source_width;      /* as in the file header */
+    uint32_t source_height;
+    uint32_t scale_denom;       /* JPEG DCT scale: 1, 2, 4 or 8 */
+    aiv_layout layout;
+    /* Error */
+    aiv_stage stage;
+    char message[200];
+} aiv_decode_result;
+
+/* Allocate a pixel buffer. Large buffers are mapped with huge pages where the
+ * kernel allows it, so first-touch page faults are paid once and cheaply. */
+uint8_t *aiv_pixels_alloc(size_t size);
+void aiv_pixels_free(void *pixels, size_t size);
+
+/* Decode a whole PNG into 8-bit RGBA (straight alpha). Every colour type and
+ * bit depth, Adam7, palette with tRNS; 16-bit scaled to 8. No gamma or
+ * colour-management transform: sample values are returned as stored.
+ * Returns 0 on success, -1 on failure (see result->stage and message). */
+int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
+                   aiv_decode_result *result);
+
+/* Decode a whole JPEG. min_width/min_height (0 = full size): choose the
+ * smallest DCT scale (1/2, 1/4, 1/8) whose output is still at least that big.
+ * Any libjpeg warning (corrupt data, premature end) is a failure, as with
+ * `djpeg -strict`. Output layout is RGBA, or CMYK for CMYK/YCCK files. */
+int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
+                    uint32_t min_width, uint32_t min_height,
+                    aiv_decode_result *result);
+
+typedef struct {
+    uint8_t *data;              /* malloc'd; caller frees with free() */
+    size_t size;
+    char message[200];
+} aiv_encode_result;
+
+/* Encode 8-bit RGBA (straight alpha) as an 8-bit RGBA PNG. */
+int aiv_png_encode_rgba(const uint8_t *pixels, uint32_t width, uint32_t height,
+                        uint32_t bytes_per_row, int compression_level,
+                        aiv_encode_result *result);
+
+/* Input layouts for aiv_jpeg_encode. */
+typedef enum {
+    AIV_JPEG_INPUT_RGBA = 0,    /* 4 bytes per pixel, alpha ignored */
+    AIV_JPEG_INPUT_GRAY = 1,    /* 1 byte per pixel */
+    AIV_JPEG_INPUT_CMYK = 2     /* 4 bytes per pixel, written with an Adobe marker */
+} aiv_jpeg_input;
+
+/* Encode as JPEG. app1 (may be NULL) is written as an APP1 segment (EXIF). */
+int aiv_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height,
+                    uint32_t bytes_per_row, aiv_jpeg_input input, int quality,
+                    int progressive, const uint8_t *app1, size_t app1_size,
+                    aiv_encode_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

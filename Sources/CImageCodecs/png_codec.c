@@ -1,0 +1,222 @@
+#include "aiv_codecs.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    size_t offset;
+} aiv_png_reader;
+
+typedef struct {
+    char *message;          /* points into the result's message buffer */
+    size_t message_size;
+    aiv_stage stage;
+} aiv_png_error_context;
+
+static void aiv_png_error(png_structp png, png_const_charp message) {
+    aiv_png_error_context *ctx = (aiv_png_error_context *)png_get_error_ptr(png);
+    snprintf(ctx->message, ctx->message_size, "%s", message ? message : "libpng error");
+    png_longjmp(png, 1);
+}
+
+static void aiv_png_warning(png_structp png, png_const_charp message) {
+    /* Warnings (bad ancillary-chunk CRCs and the like) are not failures in
+     * libpng's own reference tools; keep them off stderr. */
+    (void)png; (void)message;
+}
+
+static void aiv_png_read(png_structp png, png_bytep out, size_t length) {
+    aiv_png_reader *reader = (aiv_png_reader *)png_get_io_ptr(png);
+    if (length > reader->size - reader->offset) {
+        png_error(png, "unexpected end of data");
+    }
+    memcpy(out, reader->data + reader->offset, length);
+    reader->offset += length;
+}
+
+int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
+                   aiv_decode_result *result) {
+    memset(result, 0, sizeof(*result));
+    result->scale_denom = 1;
+    result->layout = AIV_LAYOUT_RGBA;
+
+    aiv_png_reader reader = { data, size, 0 };
+    aiv_png_error_context ctx = { result->message, sizeof(result->message), AIV_STAGE_HEADER };
+    /* Locals changed after setjmp and read after longjmp must be volatile. */
+    png_structp volatile png = NULL;
+    png_infop volatile info = NULL;
+    png_bytep *volatile rows = NULL;
+    uint8_t *volatile pixels = NULL;
+    volatile size_t pixels_size = 0;
+    volatile aiv_stage stage = AIV_STAGE_HEADER;
+
+    if (size < 8 || png_sig_cmp(data, 0, 8) != 0) {
+        snprintf(result->message, sizeof(result->message), "not a PNG signature");
+        result->stage = AIV_STAGE_HEADER;
+        return -1;
+    }
+
+    png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, aiv_png_error, aiv_png_warning);
+    if (!png) {
+        snprintf(result->message, sizeof(result->message), "out of memory creating the PNG reader");
+        result->stage = AIV_STAGE_MEMORY;
+        return -1;
+    }
+    info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_read_struct((png_structpp)&png, NULL, NULL);
+        snprintf(result->message, sizeof(result->message), "out of memory creating the PNG info");
+        result->stage = AIV_STAGE_MEMORY;
+        return -1;
+    }
+
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_read_struct((png_structpp)&png, (png_infopp)&info, NULL);
+        free(rows);
+        aiv_pixels_free(pixels, pixels_size);
+        result->pixels = NULL;
+        result->stage = stage;
+        return -1;
+    }
+
+    png_set_read_fn(png, &reader, aiv_png_read);
+    png_read_info(png, info);
+
+    png_uint_32 width = 0, height = 0;
+    int bit_depth = 0, color_type = 0, interlace = 0;
+    png_get_IHDR(png, info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
+    result->source_width = width;
+    result->source_height = height;
+
+    if ((uint64_t)width * (uint64_t)height > max_pixels) {
+        snprintf(result->message, sizeof(result->message),
+                 "%ux%u is %llu pixels, over the limit of %llu",
+                 (unsigned)width, (unsigned)height,
+                 (unsigned long long)width * height, (unsigned long long)max_pixels);
+        stage = AIV_STAGE_LIMITS;
+        png_longjmp(png, 1);
+    }
+
+    /* Everything to 8-bit RGBA. */
+    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
+    if (bit_depth == 16) png_set_scale_16(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+    if (!(color_type & PNG_COLOR_MASK_ALPHA) && !png_get_valid(png, info, PNG_INFO_tRNS)) {
+        png_set_add_alpha(png, 0xff, PNG_FILLER_AFTER);
+    }
+    (void)png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+
+    size_t row_bytes = png_get_rowbytes(png, info);
+    if (row_bytes != (size_t)width * 4) {
+        snprintf(result->message, sizeof(result->message),
+                 "unexpected row size %zu after conversion to RGBA", row_bytes);
+        png_longjmp(png, 1);
+    }
+
+    stage = AIV_STAGE_MEMORY;
+    pixels_size = row_bytes * (size_t)height;
+    pixels = aiv_pixels_alloc(pixels_size);
+    rows = (png_bytep *)malloc(sizeof(png_bytep) * (height ? height : 1));
+    if (!pixels || !rows) {
+        snprintf(result->message, sizeof(result->message), "out of memory for a %ux%u image",
+                 (unsigned)width, (unsigned)height);
+        png_longjmp(png, 1);
+    }
+    for (png_uint_32 y = 0; y < height; y++) rows[y] = pixels + (size_t)y * row_bytes;
+
+    stage = AIV_STAGE_PIXELS;
+    png_read_image(png, rows);
+    stage = AIV_STAGE_TRAILER;
+    png_read_end(png, NULL);
+
+    png_destroy_read_struct((png_structpp)&png, (png_infopp)&info, NULL);
+    free(rows);
+    result->pixels = pixels;
+    result->pixels_size = pixels_size;
+    result->width = width;
+    result->height = height;
+    result->bytes_per_row = (uint32_t)row_bytes;
+    result->stage = AIV_STAGE_NONE;
+    return 0;
+}
+
+/* ---- Encoding ---- */
+
+typedef struct {
+    uint8_t *data;
+    size_t size;
+    size_t capacity;
+    int failed;
+} aiv_png_writer;
+
+static void aiv_png_write(png_structp png, png_bytep bytes, size_t length) {
+    aiv_png_writer *writer = (aiv_png_writer *)png_get_io_ptr(png);
+    if (writer->size + length > writer->capacity) {
+        size_t capacity = writer->capacity ? writer->capacity : 4096;
+        while (capacity < writer->size + length) capacity *= 2;
+        uint8_t *grown = (uint8_t *)realloc(writer->data, capacity);
+        if (!grown) {
+            writer->failed = 1;
+            png_error(png, "out of memory while encoding");
+        }
+        writer->data = grown;
+        writer->capacity = capacity;
+    }
+    memcpy(writer->data + writer->size, bytes, length);
+    writer->size += length;
+}
+
+static void aiv_png_flush(png_structp png) { (void)png; }
+
+int aiv_png_encode_rgba(const uint8_t *pixels, uint32_t width, uint32_t height,
+                        uint32_t bytes_per_row, int compression_level,
+                        aiv_encode_result *result) {
+    memset(result, 0, sizeof(*result));
+    aiv_png_error_context ctx = { result->message, sizeof(result->message), AIV_STAGE_NONE };
+    aiv_png_writer writer = { NULL, 0, 0, 0 };
+    aiv_png_writer *volatile writer_ptr = &writer;
+    png_structp volatile png = NULL;
+    png_infop volatile info = NULL;
+
+    if (width == 0 || height == 0 || bytes_per_row < width * 4u) {
+        snprintf(result->message, sizeof(result->message), "invalid image geometry %ux%u", width, height);
+        return -1;
+    }
+    png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, aiv_png_error, aiv_png_warning);
+    if (!png) {
+        snprintf(result->message, sizeof(result->message), "out of memory creating the PNG writer");
+        return -1;
+    }
+    info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_write_struct((png_structpp)&png, NULL);
+        snprintf(result->message, sizeof(result->message), "out of memory creating the PNG info");
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct((png_structpp)&png, (png_infopp)&info);
+        free(writer_ptr->data);
+        return -1;
+    }
+    png_set_write_fn(png, writer_ptr, aiv_png_write, aiv_png_flush);
+    if (compression_level >= 0 && compression_level <= 9) png_set_compression_level(png, compression_level);
+    png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (uint32_t y = 0; y < height; y++) {
+        png_write_row(png, (png_const_bytep)(pixels + (size_t)y * bytes_per_row));
+    }
+    png_write_end(png, NULL);
+    png_destroy_write_struct((png_structpp)&png, (png_infopp)&info);
+    result->data = writer.data;
+    result->size = writer.size;
+    return 0;
+}

@@ -1,0 +1,49 @@
+import AsyncImageKit
+import Foundation
+import XCTest
+
+/// A value set from one thread and read from another.
+final class Box<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value?
+
+    init(_ value: Value? = nil) { stored = value }
+
+    var value: Value? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// A counter shared between threads.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    @discardableResult
+    func increment() -> Int { lock.withLock { count += 1; return count } }
+    var value: Int { lock.withLock { count } }
+}
+
+extension XCTestCase {
+    /// Asserts that `body` throws an ``AsyncImageError`` and returns it.
+    func assertDecodingFails(
+        _ body: () throws -> Image, file: StaticString = #filePath, line: UInt = #line
+    ) -> DecodingFailure? {
+        do {
+            let image = try body()
+            XCTFail("expected a decoding failure, got a \(image.width)x\(image.height) image", file: file, line: line)
+        } catch let error as AsyncImageError {
+            if case .decoding(let failure, _) = error { return failure }
+            XCTFail("expected .decoding, got \(error)", file: file, line: line)
+        } catch {
+            XCTFail("expected AsyncImageError, got \(error)", file: file, line: line)
+        }
+        return nil
+    }
+}
+
+/// Mean absolute difference per channel between two pixels.
+func distance(_ a: RGBA, _ b: RGBA) -> Int {
+    (abs(Int(a.r) - Int(b.r)) + abs(Int(a.g) - Int(b.g)) + abs(Int(a.b) - Int(b.b)) + abs(Int(a.a) - Int(b.a))) / 4
+}
