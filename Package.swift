@@ -58,7 +58,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-bench",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "CPNG", "CGIF"],
             path: "Benchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
