@@ -35,6 +35,27 @@ final class CorpusTests: XCTestCase {
         XCTAssertEqual(checked, corpus.entries.count)
     }
 
+    /// libpng and libjpeg print warnings and errors to stderr by default; ours print nothing.
+    func testCodecsPrintNothingToStandardError() throws {
+        let corpus = try Corpus.load()
+        let capture = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: capture.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: capture) }
+        let file = try FileHandle(forWritingTo: capture)
+        fflush(nil)
+        let saved = dup(2)
+        dup2(file.fileDescriptor, 2)
+        for entry in corpus.entries {
+            _ = try? ImageDecoder().decode(try corpus.data(entry))
+        }
+        fflush(nil)
+        dup2(saved, 2)
+        close(saved)
+        try file.close()
+        let printed = try String(contentsOf: capture, encoding: .utf8)
+        XCTAssertEqual(printed, "", "a codec wrote to stderr")
+    }
+
     /// Decoding a broken file twice gives the same error: no state leaks between decodes.
     func testBrokenFilesFailTheSameWayTwice() throws {
         let corpus = try Corpus.load()
