@@ -41,14 +41,18 @@ final class CurlTransfer: @unchecked Sendable {
 
     var isCancelled: Bool { state.withLock { $0 == .cancelled } }
 
-    /// Marks the transfer cancelled (if it has not delivered) and asks the loop to drop it.
-    func cancel() {
+    /// Marks the transfer cancelled (if it has not delivered) and asks the loop
+    /// to drop it. Returns whether it did: false once the handler has been
+    /// claimed (it then runs, or has run).
+    @discardableResult
+    func cancel() -> Bool {
         let cancelled = state.withLock { state -> Bool in
             guard state == .pending else { return false }
             state = .cancelled
             return true
         }
         if cancelled { CurlEventLoop.shared.cancel(self) }
+        return cancelled
     }
 
     /// Delivers `result` on the completion queue, unless cancelled first.

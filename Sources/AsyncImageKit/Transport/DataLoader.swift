@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Downloads bodies over `http`, `https` and `file` with libcurl.
 ///
@@ -62,15 +61,9 @@ public final class DataLoader: Sendable {
     ///
     /// - Throws: ``AsyncImageError``, or `CancellationError` when the task was cancelled.
     public func data(from url: URL) async throws -> DataResponse {
-        let box = ContinuationBox()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DataResponse, Error>) in
-                guard box.install(continuation) else { return }
-                let task = loadData(from: url) { result in box.resume(result.mapError { $0 as Error }) }
-                box.attach(task)
-            }
-        } onCancel: {
-            box.cancel()
+        try await AsyncBridge<DataResponse>.run { bridge in
+            let task = self.loadData(from: url) { result in bridge.resume(result.mapError { $0 }) }
+            bridge.onCancel { task.cancel() }
         }
     }
 
@@ -82,54 +75,5 @@ public final class DataLoader: Sendable {
         if scheme != "file", (url.host ?? "").isEmpty { return .invalidURL(url.absoluteString) }
         if scheme == "file", url.path.isEmpty { return .invalidURL(url.absoluteString) }
         return nil
-    }
-}
-
-/// Joins a continuation, the task it waits for, and Swift task cancellation,
-/// so that exactly one of them resumes the continuation.
-private final class ContinuationBox: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<DataResponse, Error>?
-        var task: DataTask?
-        var cancelled = false
-    }
-    private let state = Mutex(State())
-
-    /// Stores the continuation; false (after resuming it) if already cancelled.
-    func install(_ continuation: CheckedContinuation<DataResponse, Error>) -> Bool {
-        let cancelled = state.withLock { state -> Bool in
-            if state.cancelled { return true }
-            state.continuation = continuation
-            return false
-        }
-        if cancelled { continuation.resume(throwing: CancellationError()) }
-        return !cancelled
-    }
-
-    func attach(_ task: DataTask) {
-        let cancelled = state.withLock { state -> Bool in
-            state.task = task
-            return state.cancelled
-        }
-        if cancelled { task.cancel() }
-    }
-
-    func resume(_ result: Result<DataResponse, Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<DataResponse, Error>? in
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(with: result)
-    }
-
-    func cancel() {
-        let (continuation, task) = state.withLock {
-            state -> (CheckedContinuation<DataResponse, Error>?, DataTask?) in
-            state.cancelled = true
-            defer { state.continuation = nil }
-            return (state.continuation, state.task)
-        }
-        task?.cancel()
-        continuation?.resume(throwing: CancellationError())
     }
 }

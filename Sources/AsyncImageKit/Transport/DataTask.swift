@@ -13,6 +13,11 @@ public final class DataTask: Sendable {
         transfer.cancel()
     }
 
+    /// Cancels and reports whether the completion handler is now sure never to run.
+    func cancelReportingSuccess() -> Bool {
+        transfer.cancel()
+    }
+
     /// Whether ``cancel()`` took effect.
     public var isCancelled: Bool { transfer.isCancelled }
 }

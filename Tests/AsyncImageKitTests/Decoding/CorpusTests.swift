@@ -39,7 +39,7 @@ final class CorpusTests: XCTestCase {
     func testCodecsPrintNothingToStandardError() throws {
         let corpus = try Corpus.load()
         let capture = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: capture.path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: capture.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: capture) }
         let file = try FileHandle(forWritingTo: capture)
         fflush(nil)

@@ -1,0 +1,26 @@
+import Foundation
+
+extension Notification.Name {
+    /// Posted when a load succeeded (`"AsyncImageLoadDidFinish"`), on the
+    /// loader's delivery queue, right before the success action runs; once per
+    /// request, cache hits included. Object: the target (nil for loads without
+    /// one). userInfo: ``AsyncImageImageKey`` (the ``Image``), ``AsyncImageURLKey``
+    /// (the `URL`), and ``AsyncImageCacheKey`` (the ``ImageCache``) only when the
+    /// image came from the cache.
+    public static let asyncImageLoadDidFinish = Notification.Name("AsyncImageLoadDidFinish")
+
+    /// Posted when a load failed (`"AsyncImageLoadDidFail"`), on the delivery
+    /// queue, right before the failure action runs; once per request. Object:
+    /// the target. userInfo: ``AsyncImageErrorKey`` (the ``AsyncImageError``)
+    /// and ``AsyncImageURLKey``. Cancelled requests post nothing.
+    public static let asyncImageLoadDidFail = Notification.Name("AsyncImageLoadDidFail")
+}
+
+/// userInfo key of the loaded ``Image`` (`"image"`).
+public let AsyncImageImageKey = "image"
+/// userInfo key of the request's `URL` (`"URL"`).
+public let AsyncImageURLKey = "URL"
+/// userInfo key of the ``ImageCache`` a cached image came from (`"cache"`); absent for loaded images.
+public let AsyncImageCacheKey = "cache"
+/// userInfo key of the ``AsyncImageError`` of a failed load (`"error"`).
+public let AsyncImageErrorKey = "error"

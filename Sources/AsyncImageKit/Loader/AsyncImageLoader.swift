@@ -1,0 +1,481 @@
+import Foundation
+
+
+/// Loads images for targets: the heart of AsyncImageView, rebuilt for Linux.
+///
+/// Requests wait in a LIFO queue; at most ``concurrentLoads`` are loaded at
+/// once, each downloaded with libcurl and decoded completely (downsampled
+/// when the request has a display size) on a background queue. Results are
+/// delivered on ``deliveryQueue``: first a `didFinish`/`didFail` notification
+/// on ``notificationCenter``, then the request's action.
+///
+/// ```swift
+/// let show = ImageAction("show") { target, image, url in (target as? Cell)?.image = image }
+/// AsyncImageLoader.shared.loadImage(thumbnailURL, target: cell, action: show)
+/// AsyncImageLoader.shared.loadImage(fullURL, target: cell, action: show)   // shown after the thumbnail
+/// AsyncImageLoader.shared.cancelLoadingImages(target: cell)                // cell reused: drop both
+/// ```
+///
+/// What every request can rely on:
+///
+/// - **One outcome.** It ends in exactly one of: success (notification, then
+///   success action), failure (notification, then failure action), or
+///   cancelled (nothing at all).
+/// - **One transfer per image.** Requests for a URL (and display size) that is
+///   queued or loading join it; each still gets its own callbacks. The transfer
+///   is cancelled only when no request needs it any more.
+/// - **Per-target order.** On one target and action, a URL set later
+///   supersedes those set earlier: an earlier one may be shown first if it
+///   arrives first, but once a later one has been delivered, earlier ones are
+///   cancelled and never delivered, even when the later one was a cache hit.
+/// - **Weak targets.** The loader never keeps a target alive. When a target is
+///   deallocated its requests are dropped (their transfers cancelled unless
+///   another request needs them) and no callback or notification mentions it.
+/// - **Cache hits never wait** in the queue; failures are never cached.
+///
+/// Every method may be called from any thread.
+public final class AsyncImageLoader: Sendable {
+    /// The cache shared by ``shared`` and, by default, every other loader.
+    public static let sharedCache = ImageCache()
+
+    /// The shared loader (``sharedCache``, 2 concurrent loads, 60 s timeout,
+    /// delivery on the main queue, `NotificationCenter.default`).
+    public static let shared = AsyncImageLoader()
+
+    private let state: Locked<LoaderState>
+    private let decodeQueue = DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated, attributes: .concurrent)
+    private let timerQueue = DispatchQueue(label: "AsyncImageKit.loader-sweep")
+    private let transport: TransportConfiguration
+
+    /// Creates a loader.
+    ///
+    /// - Parameters:
+    ///   - cache: where decoded images are kept; nil disables caching.
+    ///   - concurrentLoads: the most loads (transfer and decode) at once.
+    ///   - loadingTimeout: seconds a transfer may take from its start.
+    ///   - deliveryQueue: where notifications and actions run. The main queue
+    ///     by default: a program that never runs it (a service, a tool without
+    ///     `dispatchMain()` or an async `main`) should pass a serial queue of its own.
+    ///   - notificationCenter: where `didFinish`/`didFail` are posted.
+    ///   - transport: body-size and redirect limits (its timeout is replaced by `loadingTimeout`).
+    public init(
+        cache: ImageCache? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2, loadingTimeout: Double = 60,
+        deliveryQueue: DispatchQueue = .main, notificationCenter: NotificationCenter = .default,
+        transport: TransportConfiguration = TransportConfiguration()
+    ) {
+        self.transport = transport
+        state = Locked(
+            LoaderState(
+                cache: cache, concurrentLoads: max(1, concurrentLoads), loadingTimeout: loadingTimeout,
+                deliveryQueue: deliveryQueue, notificationCenter: notificationCenter))
+    }
+
+    // MARK: Settings
+
+    /// Where decoded images are kept (nil: no caching). A change affects later requests only.
+    public var cache: ImageCache? {
+        get { state.withLock { $0.cache } }
+        set { state.withLock { $0.cache = newValue } }
+    }
+
+    /// The most loads in flight at once (default 2): a true cap, counting each
+    /// load from the start of its transfer to the end of its decode.
+    public var concurrentLoads: Int {
+        get { state.withLock { $0.concurrentLoads } }
+        set { mutate { state, effects in
+            state.concurrentLoads = max(1, newValue)
+            self.pump(&state, &effects)
+        } }
+    }
+
+    /// Seconds a transfer may take from the moment it starts (default 60);
+    /// time spent waiting in the queue does not count. Affects later transfers.
+    public var loadingTimeout: Double {
+        get { state.withLock { $0.loadingTimeout } }
+        set { state.withLock { $0.loadingTimeout = newValue } }
+    }
+
+    /// Where notifications are posted and actions run (default: the main queue).
+    /// Use a serial queue: per-target order is kept by running deliveries one at a time.
+    public var deliveryQueue: DispatchQueue {
+        get { state.withLock { $0.deliveryQueue } }
+        set { state.withLock { $0.deliveryQueue = newValue } }
+    }
+
+    /// Where `didFinish`/`didFail` are posted (default `NotificationCenter.default`).
+    public var notificationCenter: NotificationCenter {
+        get { state.withLock { $0.notificationCenter } }
+        set { state.withLock { $0.notificationCenter = newValue } }
+    }
+
+    /// A snapshot of what the loader is doing.
+    public var activity: LoaderActivity {
+        state.withLock {
+            LoaderActivity(
+                queued: $0.queue.count, inFlight: $0.inFlight, peakInFlight: $0.peakInFlight,
+                pendingRequests: $0.pending.count, delivered: $0.deliveredCount, cancelled: $0.cancelledCount)
+        }
+    }
+
+    // MARK: Loading
+
+    /// Loads `request` for `target` (nil for none), then calls `success` or `failure`.
+    public func loadImage(
+        _ request: ImageRequest, target: AnyObject? = nil, success: ImageAction? = nil,
+        failure: ImageFailureAction? = nil
+    ) {
+        _ = enqueue(request, target: target, success: success, failure: failure)
+    }
+
+    /// Loads `url` at full size for `target` (nil for none), then calls `success` or `failure`.
+    public func loadImage(
+        _ url: URL, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction? = nil
+    ) {
+        loadImage(ImageRequest(url: url), target: target, success: success, failure: failure)
+    }
+
+    /// Loads `url` for `target` and calls `action` on success (failures only post `didFail`).
+    public func loadImage(_ url: URL, target: AnyObject?, action: ImageAction) {
+        loadImage(ImageRequest(url: url), target: target, success: action, failure: nil)
+    }
+
+    /// Loads `url` with no target (preloading into the cache; notifications are still posted).
+    public func loadImage(_ url: URL) {
+        loadImage(ImageRequest(url: url))
+    }
+
+    // MARK: Cancelling
+
+    /// Cancels requests for `url` on `target` with `action` (matched by name).
+    public func cancelLoading(url: URL, target: AnyObject, action: ImageAction) {
+        let name = url.absoluteString
+        cancel { $0.request.cacheKey.url == name && $0.target?.refers(to: target) == true && $0.actionName == action.name }
+    }
+
+    /// Cancels requests for `url` on `target`, whatever their action.
+    public func cancelLoading(url: URL, target: AnyObject) {
+        let name = url.absoluteString
+        cancel { $0.request.cacheKey.url == name && $0.target?.refers(to: target) == true }
+    }
+
+    /// Cancels every request for `url`, with or without a target.
+    public func cancelLoading(url: URL) {
+        let name = url.absoluteString
+        cancel { $0.request.cacheKey.url == name }
+    }
+
+    /// Cancels every request on `target` with `action` (matched by name).
+    public func cancelLoadingImages(target: AnyObject, action: ImageAction) {
+        cancel { $0.target?.refers(to: target) == true && $0.actionName == action.name }
+    }
+
+    /// Cancels every request on `target`.
+    public func cancelLoadingImages(target: AnyObject) {
+        cancel { $0.target?.refers(to: target) == true }
+    }
+
+    /// The most recent URL set for `target` and `action` that has not yet been delivered or cancelled.
+    public func url(for target: AnyObject, action: ImageAction) -> URL? {
+        state.withLock { state in
+            state.perTarget[TargetKey(target: ObjectIdentifier(target), action: action.name)]?
+                .last { $0.state == .pending && $0.target?.refers(to: target) == true }?.request.url
+        }
+    }
+
+    /// The most recent URL set for `target` (any action) not yet delivered or cancelled.
+    public func url(for target: AnyObject) -> URL? {
+        state.withLock { state in
+            state.pending.values.filter { $0.target?.refers(to: target) == true }.max { $0.id < $1.id }?.request.url
+        }
+    }
+
+    // MARK: Internals
+
+    /// Runs `body` under the lock, then the effects it collected (outside the lock).
+    @discardableResult
+    func mutate<T>(_ body: (inout LoaderState, inout Effects) -> T) -> T {
+        var effects = Effects()
+        let result = state.withLock { state in body(&state, &effects) }
+        effects.run()
+        return result
+    }
+
+    func enqueue(
+        _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?
+    ) -> LoadRequest {
+        let record = LoadRequest(id: 0, request: request, target: target, success: success, failure: failure)
+        mutate { state, effects in
+            state.nextID += 1
+            record.id = state.nextID
+            state.pending[record.id] = record
+            if let key = record.targetKey { state.perTarget[key, default: []].append(record) }
+            if let cache = state.cache, let image = cache.image(for: request.cacheKey) {
+                self.scheduleDelivery(record, .success(image), fromCache: cache, &state, &effects)
+                return
+            }
+            let job: LoadJob
+            if let existing = state.jobs[request.cacheKey] {
+                job = existing
+            } else {
+                job = LoadJob(request: request, cache: state.cache)
+                state.jobs[request.cacheKey] = job
+            }
+            job.requests.append(record)
+            record.job = job
+            if job.isQueued { state.queue.push(job) }
+            self.pump(&state, &effects)
+        }
+        return record
+    }
+
+    func cancel(where matches: (LoadRequest) -> Bool) {
+        mutate { state, effects in
+            for record in state.pending.values where matches(record) {
+                self.cancelRecord(record, &state, &effects)
+            }
+            self.pump(&state, &effects)
+        }
+    }
+
+    /// Starts queued jobs while slots are free, most recent first.
+    func pump(_ state: inout LoaderState, _ effects: inout Effects) {
+        while state.inFlight < state.concurrentLoads, let job = state.queue.pop() {
+            for record in job.requests where record.targetIsDead {
+                cancelRecord(record, &state, &effects)
+            }
+            guard !job.requests.isEmpty, job.isQueued else { continue }
+            start(job, &state)
+        }
+        updateSweepTimer(&state)
+    }
+
+    private func start(_ job: LoadJob, _ state: inout LoaderState) {
+        state.inFlight += 1
+        state.peakInFlight = max(state.peakInFlight, state.inFlight)
+        var configuration = transport
+        configuration.timeout = state.loadingTimeout
+        let loader = DataLoader(configuration: configuration, completionQueue: decodeQueue)
+        let task = loader.loadData(from: job.request.url) { [weak self] result in
+            self?.transferFinished(job, result)
+        }
+        job.phase = .loading(task)
+    }
+
+    /// On the decode queue: decode, cache, and schedule deliveries.
+    private func transferFinished(_ job: LoadJob, _ result: Result<DataResponse, AsyncImageError>) {
+        let wanted = mutate { state, effects -> Bool in
+            guard !job.requests.isEmpty else {
+                self.finish(job, &state)
+                self.pump(&state, &effects)
+                return false
+            }
+            job.phase = .decoding
+            return true
+        }
+        guard wanted else { return }
+
+        let url = job.request.url
+        let outcome: Result<Image, AsyncImageError>
+        switch result {
+        case .success(let response):
+            outcome = Result { () throws(AsyncImageError) -> Image in
+                try ImageDecoder().decode(response.data, options: job.request.options)
+            }.mapError { $0.with(url: url) }
+        case .failure(let error):
+            outcome = .failure(error)
+        }
+        if case .success(let image) = outcome { job.cache?.setImage(image, for: job.key) }
+
+        mutate { state, effects in
+            self.finish(job, &state)
+            for record in job.requests where record.state == .pending {
+                record.job = nil
+                self.scheduleDelivery(record, outcome, fromCache: nil, &state, &effects)
+            }
+            job.requests = []
+            self.pump(&state, &effects)
+        }
+    }
+
+    /// Releases a job's slot (if it held one) and forgets it.
+    private func finish(_ job: LoadJob, _ state: inout LoaderState) {
+        switch job.phase {
+        case .loading, .decoding: state.inFlight -= 1
+        case .queued, .finished: break
+        }
+        job.phase = .finished
+        if state.jobs[job.key] === job { state.jobs[job.key] = nil }
+    }
+
+    private func scheduleDelivery(
+        _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, fromCache cache: ImageCache?,
+        _ state: inout LoaderState, _ effects: inout Effects
+    ) {
+        let queue = state.deliveryQueue
+        effects.append {
+            queue.async { self.deliver(record, outcome, fromCache: cache) }
+        }
+    }
+
+    /// On the delivery queue: the notification, then the action, unless cancelled meanwhile.
+    private func deliver(_ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, fromCache cache: ImageCache?) {
+        let ready = mutate { state, effects -> Delivery? in
+            guard record.state == .pending else { return nil }
+            var target: AnyObject?
+            if let weak = record.target {
+                guard let live = weak.object else {
+                    self.cancelRecord(record, &state, &effects)
+                    self.pump(&state, &effects)
+                    return nil
+                }
+                target = live
+            }
+            record.state = .delivered
+            state.deliveredCount += 1
+            state.pending[record.id] = nil
+            if let key = record.targetKey, let queue = state.perTarget[key] {
+                // A delivered request supersedes every earlier one on this target and action.
+                for earlier in queue where earlier.id < record.id && earlier.state == .pending {
+                    self.cancelRecord(earlier, &state, &effects)
+                }
+                state.removeFromTarget(record, key)
+            }
+            self.pump(&state, &effects)
+            return Delivery(target: target, center: state.notificationCenter)
+        }
+        guard let ready else { return }
+        let url = record.request.url
+        switch outcome {
+        case .success(let image):
+            var info: [AnyHashable: Any] = [AsyncImageImageKey: image, AsyncImageURLKey: url]
+            if let cache { info[AsyncImageCacheKey] = cache }
+            ready.center.post(name: .asyncImageLoadDidFinish, object: ready.target, userInfo: info)
+            record.success?.handler(ready.target, image, url)
+        case .failure(let error):
+            ready.center.post(
+                name: .asyncImageLoadDidFail, object: ready.target,
+                userInfo: [AsyncImageErrorKey: error, AsyncImageURLKey: url])
+            record.failure?.handler(ready.target, error, url)
+        }
+        withExtendedLifetime(ready) {}
+    }
+
+    /// Marks a request cancelled and lets go of its job if nothing else needs it.
+    func cancelRecord(_ record: LoadRequest, _ state: inout LoaderState, _ effects: inout Effects) {
+        guard record.state == .pending else { return }
+        record.state = .cancelled
+        state.cancelledCount += 1
+        state.pending[record.id] = nil
+        if let key = record.targetKey { state.removeFromTarget(record, key) }
+        guard let job = record.job else { return }
+        record.job = nil
+        job.requests.removeAll { $0 === record }
+        guard job.requests.isEmpty else { return }
+        switch job.phase {
+        case .queued:
+            state.queue.remove(job)
+            finish(job, &state)
+        case .loading(let task):
+            // If the transfer's handler was already claimed, transferFinished frees the slot.
+            if task.cancelReportingSuccess() { finish(job, &state) }
+        case .decoding, .finished:
+            break  // the decode finishes and its image is cached; nobody is told
+        }
+    }
+
+    /// Drops requests whose targets have been deallocated (and their transfers).
+    func sweepDeadTargets() {
+        mutate { state, effects in
+            for record in state.pending.values where record.targetIsDead && record.job != nil {
+                self.cancelRecord(record, &state, &effects)
+            }
+            self.pump(&state, &effects)
+        }
+    }
+
+    /// Keeps a timer sweeping for dead targets while there are jobs.
+    private func updateSweepTimer(_ state: inout LoaderState) {
+        let busy = state.inFlight > 0 || !state.queue.isEmpty
+        if busy, state.sweepTimer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+            timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+            timer.setEventHandler { [weak self] in self?.sweepDeadTargets() }
+            timer.resume()
+            state.sweepTimer = timer
+        } else if !busy, let timer = state.sweepTimer {
+            timer.cancel()
+            state.sweepTimer = nil
+        }
+    }
+
+    deinit {
+        state.withLock { $0.sweepTimer?.cancel() }
+    }
+}
+
+/// What an ``AsyncImageLoader`` is doing.
+public struct LoaderActivity: Sendable, Hashable {
+    /// Loads waiting for a slot.
+    public let queued: Int
+    /// Loads holding a slot (transferring or decoding).
+    public let inFlight: Int
+    /// The most loads ever in flight at once.
+    public let peakInFlight: Int
+    /// Requests not yet delivered or cancelled.
+    public let pendingRequests: Int
+    /// Requests delivered so far (success or failure).
+    public let delivered: Int
+    /// Requests cancelled so far (explicitly, superseded, or their target gone).
+    public let cancelled: Int
+}
+
+/// The loader's mutable state; guarded by its lock.
+struct LoaderState {
+    var cache: ImageCache?
+    var concurrentLoads: Int
+    var loadingTimeout: Double
+    var deliveryQueue: DispatchQueue
+    var notificationCenter: NotificationCenter
+    var nextID: UInt64 = 0
+    var pending: [UInt64: LoadRequest] = [:]
+    var jobs: [ImageCacheKey: LoadJob] = [:]
+    var queue = LIFOQueue()
+    var inFlight = 0
+    var peakInFlight = 0
+    var deliveredCount = 0
+    var cancelledCount = 0
+    var perTarget: [TargetKey: [LoadRequest]] = [:]
+    var sweepTimer: DispatchSourceTimer?
+
+    init(
+        cache: ImageCache?, concurrentLoads: Int, loadingTimeout: Double, deliveryQueue: DispatchQueue,
+        notificationCenter: NotificationCenter
+    ) {
+        self.cache = cache
+        self.concurrentLoads = concurrentLoads
+        self.loadingTimeout = loadingTimeout
+        self.deliveryQueue = deliveryQueue
+        self.notificationCenter = notificationCenter
+    }
+
+    mutating func removeFromTarget(_ record: LoadRequest, _ key: TargetKey) {
+        guard var list = perTarget[key] else { return }
+        list.removeAll { $0 === record || $0.state != .pending }
+        perTarget[key] = list.isEmpty ? nil : list
+    }
+}
+
+/// Work collected under the lock and run after it is released.
+struct Effects {
+    private var actions: [() -> Void] = []
+
+    mutating func append(_ action: @escaping () -> Void) { actions.append(action) }
+
+    func run() { actions.forEach { $0() } }
+}
+
+/// What a delivery needs once the lock is released.
+private struct Delivery {
+    let target: AnyObject?
+    let center: NotificationCenter
+}

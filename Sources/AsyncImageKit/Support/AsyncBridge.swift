@@ -1,0 +1,66 @@
+import Foundation
+
+/// Joins a callback-based operation, a checked continuation, and Swift task
+/// cancellation, so that the continuation is resumed exactly once: with the
+/// operation's result, or with `CancellationError` when the task is cancelled
+/// first (the operation is then cancelled too).
+final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Value, Error>?
+    private var cancelOperation: (() -> Void)?
+    private var cancelled = false
+
+    /// Runs `start` (which must eventually call ``resume(_:)`` unless cancelled)
+    /// and waits for the result.
+    static func run(_ start: @escaping (AsyncBridge<Value>) -> Void) async throws -> Value {
+        let bridge = AsyncBridge<Value>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard bridge.install(continuation) else { return }
+                start(bridge)
+            }
+        } onCancel: {
+            bridge.cancel()
+        }
+    }
+
+    private func install(_ continuation: CheckedContinuation<Value, Error>) -> Bool {
+        lock.lock()
+        let isCancelled = cancelled
+        if !isCancelled { self.continuation = continuation }
+        lock.unlock()
+        if isCancelled { continuation.resume(throwing: CancellationError()) }
+        return !isCancelled
+    }
+
+    /// Sets how to cancel the operation; runs it at once if the task was already cancelled.
+    func onCancel(_ operation: @escaping () -> Void) {
+        lock.lock()
+        let isCancelled = cancelled
+        if !isCancelled { cancelOperation = operation }
+        lock.unlock()
+        if isCancelled { operation() }
+    }
+
+    /// Resumes with the operation's result (ignored after cancellation).
+    func resume(_ result: Result<Value, Error>) {
+        lock.lock()
+        let waiting = continuation
+        continuation = nil
+        cancelOperation = nil
+        lock.unlock()
+        waiting?.resume(with: result)
+    }
+
+    private func cancel() {
+        lock.lock()
+        cancelled = true
+        let waiting = continuation
+        let operation = cancelOperation
+        continuation = nil
+        cancelOperation = nil
+        lock.unlock()
+        operation?()
+        waiting?.resume(throwing: CancellationError())
+    }
+}

@@ -1,0 +1,19 @@
+import Foundation
+
+/// A value guarded by a lock. Unlike `Mutex`, it may hold non-`Sendable`
+/// references (targets, notification centers) that only ever cross threads
+/// under the lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+
+/// A headless image view: the model of AsyncImageView's view class, for
+/// programs that draw pixels themselves (or draw nothing and only need the
+/// state). Set ``imageURL``; it shows a placeholder while loading, an activity
+/// indicator while it has no image, the image with a crossfade when it
+/// arrives, and a failure image or state when the load fails.
+///
+/// ```swift
+/// let view = AsyncImageView(displaySize: PixelSize(width: 256, height: 256))
+/// view.placeholderImage = grey
+/// view.onChange = { view in redraw(view.displayedImage) }
+/// view.imageURL = url
+/// ```
+///
+/// All properties may be read and written from any thread.
+public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
+    /// Where the view is in its life.
+    public enum State: Sendable, Equatable {
+        /// No URL set.
+        case empty
+        /// Loading this URL.
+        case loading(URL)
+        /// Showing the image of this URL.
+        case loaded(URL)
+        /// The load of this URL failed.
+        case failed(URL, AsyncImageError)
+    }
+
+    /// The look of the activity indicator (a hint for whoever draws it).
+    public enum ActivityIndicatorStyle: Sendable, Hashable {
+        /// A small indicator.
+        case medium
+        /// A large indicator.
+        case large
+    }
+
+    private struct Fields {
+        var image: Image?
+        var previous: Image?
+        var transitionStart: Double?
+        var state = State.empty
+        var placeholderImage: Image?
+        var failureImage: Image?
+        var showActivityIndicator = true
+        var activityIndicatorStyle = ActivityIndicatorStyle.medium
+        var crossfadeDuration = 0.4
+        var onChange: (@Sendable (AsyncImageView) -> Void)?
+    }
+
+    private let fields = Locked(Fields())
+    private let loader: AsyncImageLoader
+    private let displaySize: PixelSize?
+    private let clock: @Sendable () -> Double
+
+    /// Creates a view.
+    ///
+    /// - Parameters:
+    ///   - loader: the loader ``imageURL`` uses.
+    ///   - displaySize: the size it shows images at (they are decoded downsampled to it); nil for full size.
+    ///   - clock: seconds on a monotonic clock (for the crossfade); the system uptime by default.
+    public init(
+        loader: AsyncImageLoader = .shared, displaySize: PixelSize? = nil,
+        clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
+    ) {
+        self.loader = loader
+        self.displaySize = displaySize
+        self.clock = clock
+    }
+
+    /// The loader this view loads with.
+    public var imageLoader: AsyncImageLoader { loader }
+
+    /// The size images are decoded for.
+    public var imageDisplaySize: PixelSize? { displaySize }
+
+    /// The loaded image. Setting it starts a crossfade from what was shown.
+    public var image: Image? {
+        get { fields.withLock { $0.image } }
+        set {
+            let now = clock()
+            change { fields in
+                fields.previous = Self.shown(&fields)
+                fields.image = newValue
+                fields.transitionStart = newValue == nil ? nil : now
+            }
+        }
+    }
+
+    /// The URL most recently set. Setting it loads (keeping the current image,
+    /// or the placeholder, until the new one arrives); nil cancels and clears.
+    public var imageURL: URL? {
+        get { fields.withLock { fields in
+            switch fields.state {
+            case .empty: return nil
+            case .loading(let url), .loaded(let url), .failed(let url, _): return url
+            }
+        } }
+        set {
+            change { fields in
+                fields.state = newValue.map { .loading($0) } ?? .empty
+                if newValue == nil {
+                    fields.previous = nil
+                    fields.image = nil
+                    fields.transitionStart = nil
+                }
+            }
+            loadImageURL(newValue)
+        }
+    }
+
+    /// Where the view is in its life.
+    public var state: State { fields.withLock { $0.state } }
+
+    /// Shown while there is no image yet.
+    public var placeholderImage: Image? {
+        get { fields.withLock { $0.placeholderImage } }
+        set { change { $0.placeholderImage = newValue } }
+    }
+
+    /// Shown when the load failed (the state says ``State/failed(_:_:)`` either way).
+    public var failureImage: Image? {
+        get { fields.withLock { $0.failureImage } }
+        set { change { $0.failureImage = newValue } }
+    }
+
+    /// Whether to show an activity indicator while loading with no image (default true).
+    public var showActivityIndicator: Bool {
+        get { fields.withLock { $0.showActivityIndicator } }
+        set { change { $0.showActivityIndicator = newValue } }
+    }
+
+    /// The activity indicator's look.
+    public var activityIndicatorStyle: ActivityIndicatorStyle {
+        get { fields.withLock { $0.activityIndicatorStyle } }
+        set { change { $0.activityIndicatorStyle = newValue } }
+    }
+
+    /// Seconds the new image takes to fade in over the old (default 0.4; 0 for none).
+    public var crossfadeDuration: Double {
+        get { fields.withLock { $0.crossfadeDuration } }
+        set { change { $0.crossfadeDuration = max(0, newValue) } }
+    }
+
+    /// Whether the activity indicator is spinning: shown, loading, and no image yet.
+    public var isActivityIndicatorAnimating: Bool { fields.withLock(Self.animating) }
+
+    /// Called (on the thread that made the change) whenever what the view shows changes.
+    public var onChange: (@Sendable (AsyncImageView) -> Void)? {
+        get { fields.withLock { $0.onChange } }
+        set { fields.withLock { $0.onChange = newValue } }
+    }
+
+    /// What the view shows once any crossfade has ended: the image, else the
+    /// failure image after a failure, else the placeholder.
+    public var displayedImage: Image? { fields.withLock(Self.shown) }
+
+    /// The pixels shown `t` seconds after the current image was set: the old
+    /// picture (the placeholder, or the previous image) blended into the new
+    /// one over ``crossfadeDuration``, resized to the new image's size.
+    public func displayedImage(at t: Double) -> Image? {
+        let (previous, current, duration) = fields.withLock { ($0.previous, Self.shown(&$0), $0.crossfadeDuration) }
+        guard let current else { return nil }
+        guard let previous, duration > 0, t < duration else { return current }
+        return Crossfade.blend(from: previous, to: current, fraction: max(0, t) / duration)
+    }
+
+    /// Seconds since the current image was set (for ``displayedImage(at:)``), nil when there is none.
+    public var timeSinceImageSet: Double? {
+        fields.withLock { $0.transitionStart }.map { clock() - $0 }
+    }
+
+    /// Shows the image (with a crossfade); the state becomes ``State/loaded(_:)``
+    /// when it is the image of the URL most recently set.
+    public func imageLoadDidFinish(_ image: Image, url: URL) {
+        self.image = image
+        change { fields in
+            if case .loading(let loading) = fields.state, loading == url { fields.state = .loaded(url) }
+        }
+    }
+
+    /// Records the failure (``State/failed(_:_:)``) and shows the failure image.
+    public func imageLoadDidFail(_ error: AsyncImageError, url: URL) {
+        change { fields in
+            guard case .loading(let loading) = fields.state, loading == url else { return }
+            fields.state = .failed(url, error)
+        }
+    }
+
+    private func change(_ body: (inout Fields) -> Void) {
+        let observer = fields.withLock { fields -> (@Sendable (AsyncImageView) -> Void)? in
+            body(&fields)
+            return fields.onChange
+        }
+        observer?(self)
+    }
+
+    private static func animating(_ fields: inout Fields) -> Bool {
+        guard fields.showActivityIndicator, fields.image == nil else { return false }
+        if case .loading = fields.state { return true }
+        return false
+    }
+
+    private static func shown(_ fields: inout Fields) -> Image? {
+        if let image = fields.image { return image }
+        if case .failed = fields.state, let failure = fields.failureImage { return failure }
+        return fields.placeholderImage
+    }
+}
+
+/// Blends two images (the first frames) for a crossfade.
+enum Crossfade {
+    static func blend(from old: Image, to new: Image, fraction: Double) -> Image {
+        let source = (try? ImageResizer.resize(old, to: new.size)) ?? old
+        let f = Float(min(1, max(0, fraction)))
+        var out = Data(count: new.width * new.height * 4)
+        out.withUnsafeMutableBytes { raw in
+            let dst = raw.bindMemory(to: UInt8.self).baseAddress!
+            source.pixels.withUnsafeBytes { a in
+                new.pixels.withUnsafeBytes { b in
+                    let pa = a.bindMemory(to: UInt8.self).baseAddress!
+                    let pb = b.bindMemory(to: UInt8.self).baseAddress!
+                    for y in 0..<new.height {
+                        for x in 0..<new.width {
+                            let ia = y * source.bytesPerRow + x * 4
+                            let ib = y * new.bytesPerRow + x * 4
+                            let alphaA = Float(pa[ia + 3]) * (1 - f)
+                            let alphaB = Float(pb[ib + 3]) * f
+                            let alpha = alphaA + alphaB
+                            let o = dst + (y * new.width + x) * 4
+                            guard alpha > 0 else { continue }
+                            for c in 0..<3 {
+                                let value = (Float(pa[ia + c]) * alphaA + Float(pb[ib + c]) * alphaB) / alpha
+                                o[c] = UInt8(min(255, value + 0.5))
+                            }
+                            o[3] = UInt8(min(255, alpha + 0.5))
+                        }
+                    }
+                }
+            }
+        }
+        return Image(width: new.width, height: new.height, rgba: out)
+    }
+}

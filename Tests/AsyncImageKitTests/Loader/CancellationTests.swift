@@ -1,0 +1,153 @@
+import AsyncImageKit
+import Foundation
+import XCTest
+
+/// Cancelling by URL, target and action; weak targets.
+final class CancellationTests: XCTestCase {
+    private struct Load {
+        let url: Int
+        let target: Int?
+        let action: String
+    }
+
+    /// Runs `loads` (all held in flight), cancels with `cancel`, releases
+    /// everything, and returns which loads were delivered.
+    private func survivors(
+        of loads: [Load], _ cancel: (AsyncImageLoader, [Target], [URL], [String: ImageAction]) -> Void
+    ) throws -> Set<String> {
+        let h = try LoaderHarness(concurrentLoads: 8)
+        let targets = (0..<3).map { Target("t\($0)") }
+        let urls = (0..<3).map { h.server.url($0) }
+        urls.forEach(h.server.hold)
+        let delivered = Box<Set<String>>([])
+        var actions: [String: ImageAction] = [:]
+        for name in ["x", "y"] {
+            actions[name] = ImageAction(name) { target, _, url in
+                let who = targets.firstIndex { $0 === target }.map { "t\($0)" } ?? "none"
+                delivered.value = (delivered.value ?? []).union(["\(url.lastPathComponent)/\(who)/\(name)"])
+                h.log.record(.success(url.path, target: nil))
+            }
+        }
+        for load in loads {
+            h.loader.loadImage(
+                ImageRequest(url: urls[load.url]), target: load.target.map { targets[$0] }, success: actions[load.action])
+        }
+        let used = Set(loads.map(\.url))
+        wait(for: used.map { h.server.arrival(of: urls[$0], self) }, timeout: 15)
+        cancel(h.loader, targets, urls, actions)
+        let pending = h.loader.activity.pendingRequests
+        urls.forEach(h.server.release)
+        wait(for: [h.log.outcomes(pending, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.loader.activity.pendingRequests, 0)
+        return delivered.value ?? []
+    }
+
+    private let loads = [
+        Load(url: 0, target: 0, action: "x"), Load(url: 0, target: 0, action: "y"), Load(url: 0, target: 1, action: "x"),
+        Load(url: 1, target: 0, action: "x"), Load(url: 2, target: nil, action: "x"),
+    ]
+
+    func testCancelByURLTargetAndAction() throws {
+        let result = try survivors(of: loads) { loader, t, u, a in loader.cancelLoading(url: u[0], target: t[0], action: a["x"]!) }
+        XCTAssertEqual(result, ["0.png/t0/y", "0.png/t1/x", "1.png/t0/x", "2.png/none/x"])
+    }
+
+    func testCancelByURLAndTarget() throws {
+        let result = try survivors(of: loads) { loader, t, u, _ in loader.cancelLoading(url: u[0], target: t[0]) }
+        XCTAssertEqual(result, ["0.png/t1/x", "1.png/t0/x", "2.png/none/x"])
+    }
+
+    func testCancelByURL() throws {
+        let result = try survivors(of: loads) { loader, _, u, _ in
+            loader.cancelLoading(url: u[0])
+            loader.cancelLoading(url: u[2])
+        }
+        XCTAssertEqual(result, ["1.png/t0/x"])
+    }
+
+    func testCancelByTargetAndAction() throws {
+        let result = try survivors(of: loads) { loader, t, _, a in loader.cancelLoadingImages(target: t[0], action: a["x"]!) }
+        XCTAssertEqual(result, ["0.png/t0/y", "0.png/t1/x", "2.png/none/x"])
+    }
+
+    func testCancelByTarget() throws {
+        let result = try survivors(of: loads) { loader, t, _, _ in loader.cancelLoadingImages(target: t[0]) }
+        XCTAssertEqual(result, ["0.png/t1/x", "2.png/none/x"])
+    }
+
+    func testCancelledTransferIsStoppedAndNothingIsPosted() throws {
+        let h = try LoaderHarness()
+        let url = h.server.url(5)
+        h.server.hold(url)
+        let cell = Target()
+        h.load(url, target: cell)
+        wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        XCTAssertEqual(h.loader.url(for: cell), url)
+        h.loader.cancelLoading(url: url, target: cell)
+        XCTAssertNil(h.loader.url(for: cell))
+        XCTAssertTrue(try XCTUnwrap(h.server.connection(url)).waitForPeerClose(timeout: 10))
+        h.server.release(url)
+        h.load(h.server.url(6))
+        wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.log.events.map(\.description), ["didFinish(/img/6.png)", "success(/img/6.png)"])
+        XCTAssertEqual(h.loader.activity.cancelled, 1)
+    }
+
+    func testDeallocatedTargetCancelsItsTransfer() throws {
+        let h = try LoaderHarness()
+        let url = h.server.url(7)
+        h.server.hold(url)
+        do {
+            let doomed = Target()
+            h.load(url, target: doomed)
+            wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        }
+        // Nothing holds the target now: the loader notices and stops the transfer.
+        XCTAssertTrue(try XCTUnwrap(h.server.connection(url)).waitForPeerClose(timeout: 10))
+        h.server.release(url)
+        h.load(h.server.url(8))
+        wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.log.deliveredPaths, ["/img/8.png"])
+        XCTAssertFalse(h.log.events.contains(.notified("/img/7.png", finished: true)))
+        XCTAssertEqual(h.loader.activity.pendingRequests, 0)
+    }
+
+    func testDeallocatedTargetsQueuedRequestsAreDropped() throws {
+        let h = try LoaderHarness(concurrentLoads: 1)
+        let blocker = h.server.url(1)
+        h.server.hold(blocker)
+        h.load(blocker)
+        wait(for: [h.server.arrival(of: blocker, self)], timeout: 15)
+        do {
+            let doomed = Target()
+            h.load(h.server.url(2), target: doomed)
+        }
+        h.server.release(blocker)
+        h.load(h.server.url(3))
+        wait(for: [h.log.outcomes(2, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.server.requestCount(h.server.url(2)), 0)
+        XCTAssertEqual(h.log.deliveredPaths, ["/img/1.png", "/img/3.png"])
+    }
+
+    func testLiveTargetKeepsASharedTransfer() throws {
+        let h = try LoaderHarness()
+        let url = h.server.url(4)
+        h.server.hold(url)
+        let survivor = Target()
+        do {
+            let doomed = Target()
+            h.load(url, target: doomed)
+            h.load(url, target: survivor)
+            wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        }
+        h.server.release(url)
+        wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.log.events.last, .success("/img/4.png", target: ObjectIdentifier(survivor)))
+        XCTAssertEqual(h.log.deliveredPaths.count, 1)
+    }
+}

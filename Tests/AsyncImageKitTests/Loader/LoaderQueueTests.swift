@@ -1,0 +1,122 @@
+import AsyncImageKit
+import Foundation
+import XCTest
+
+/// The LIFO queue, the concurrency cap, coalescing, and cache hits that skip the queue.
+final class LoaderQueueTests: XCTestCase {
+    func testLastInFirstOut() throws {
+        let h = try LoaderHarness(concurrentLoads: 1)
+        let first = h.server.url(1)
+        h.server.hold(first)
+        h.load(first)
+        wait(for: [h.server.arrival(of: first, self)], timeout: 15)
+        for n in 2...5 { h.load(h.server.url(n)) }
+        XCTAssertEqual(h.loader.activity.queued, 4)
+        XCTAssertEqual(h.loader.activity.inFlight, 1)
+        h.server.release(first)
+        wait(for: [h.log.outcomes(5, self)], timeout: 15)
+        XCTAssertEqual(h.server.arrivalOrder, ["/img/1.png", "/img/5.png", "/img/4.png", "/img/3.png", "/img/2.png"])
+        XCTAssertEqual(h.log.deliveredPaths, h.server.arrivalOrder)
+        XCTAssertEqual(h.loader.activity.peakInFlight, 1)
+        XCTAssertEqual(h.server.peakActive, 1)
+    }
+
+    /// Asking again for a queued image moves it to the top.
+    func testAskingAgainMovesToTheTop() throws {
+        let h = try LoaderHarness(concurrentLoads: 1)
+        let first = h.server.url(1)
+        h.server.hold(first)
+        h.load(first)
+        wait(for: [h.server.arrival(of: first, self)], timeout: 15)
+        h.load(h.server.url(2))
+        h.load(h.server.url(3))
+        h.load(h.server.url(2))
+        h.server.release(first)
+        wait(for: [h.log.outcomes(4, self)], timeout: 15)
+        XCTAssertEqual(h.server.arrivalOrder, ["/img/1.png", "/img/2.png", "/img/3.png"])
+    }
+
+    /// concurrentLoads is a true cap on what is in flight, not a per-pass count.
+    func testConcurrencyCap() throws {
+        let h = try LoaderHarness(concurrentLoads: 2)
+        let urls = (1...6).map { h.server.url($0) }
+        urls.forEach(h.server.hold)
+        urls.forEach { h.load($0) }
+        // The first two start at once (free slots); the other four wait.
+        wait(for: [h.server.arrival(of: urls[0], self), h.server.arrival(of: urls[1], self)], timeout: 15)
+        XCTAssertEqual(h.loader.activity.inFlight, 2)
+        XCTAssertEqual(h.loader.activity.queued, 4)
+        h.loader.concurrentLoads = 3
+        XCTAssertEqual(h.loader.activity.inFlight, 3, "raising the cap starts more at once")
+        wait(for: [h.server.arrival(of: urls[5], self)], timeout: 15)
+        urls.forEach(h.server.release)
+        wait(for: [h.log.outcomes(6, self)], timeout: 15)
+        XCTAssertEqual(h.loader.activity.peakInFlight, 3)
+        XCTAssertLessThanOrEqual(h.server.peakActive, 3)
+        XCTAssertEqual(h.loader.activity.inFlight, 0)
+    }
+
+    func testRequestsForOneURLShareOneTransfer() throws {
+        let h = try LoaderHarness()
+        let url = h.server.url(8)
+        h.server.hold(url)
+        let (a, b) = (Target("a"), Target("b"))
+        h.load(url, target: a)
+        h.load(url, target: b)
+        h.load(url)
+        wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        XCTAssertEqual(h.loader.activity.inFlight, 1)
+        h.server.release(url)
+        wait(for: [h.log.outcomes(3, self)], timeout: 15)
+        XCTAssertEqual(h.server.requestCount(url), 1)
+        let targets = h.log.events.compactMap { event -> ObjectIdentifier?? in
+            if case .success(_, let target) = event { return target }
+            return nil
+        }
+        XCTAssertEqual(Set(targets), [ObjectIdentifier(a), ObjectIdentifier(b), nil], "each request got its own callback")
+    }
+
+    /// The shared transfer is cancelled only when no request needs it.
+    func testSharedTransferSurvivesPartialCancel() throws {
+        let h = try LoaderHarness()
+        let url = h.server.url(9)
+        h.server.hold(url)
+        let (a, b) = (Target("a"), Target("b"))
+        h.load(url, target: a)
+        h.load(url, target: b)
+        wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        h.loader.cancelLoadingImages(target: a)
+        XCTAssertEqual(h.loader.activity.inFlight, 1)
+        h.server.release(url)
+        wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.log.events.last, .success("/img/9.png", target: ObjectIdentifier(b)))
+        XCTAssertEqual(h.log.deliveredPaths.count, 1)
+
+        let other = h.server.url(10)
+        h.server.hold(other)
+        h.load(other, target: a)
+        h.load(other, target: b)
+        wait(for: [h.server.arrival(of: other, self)], timeout: 15)
+        h.loader.cancelLoadingImages(target: a)
+        h.loader.cancelLoadingImages(target: b)
+        XCTAssertTrue(try XCTUnwrap(h.server.connection(other)).waitForPeerClose(timeout: 10))
+        XCTAssertEqual(h.loader.activity.inFlight, 0)
+    }
+
+    func testCacheHitsNeverWaitInTheQueue() throws {
+        let h = try LoaderHarness(concurrentLoads: 1)
+        h.load(h.server.url(1))
+        wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        let blocker = h.server.url(2)
+        h.server.hold(blocker)
+        h.load(blocker)
+        wait(for: [h.server.arrival(of: blocker, self)], timeout: 15)
+        h.load(h.server.url(1))  // cached: delivered while the only slot is busy
+        wait(for: [h.log.outcomes(2, self)], timeout: 15)
+        XCTAssertEqual(h.log.deliveredPaths, ["/img/1.png", "/img/1.png"])
+        XCTAssertEqual(h.server.requestCount(h.server.url(1)), 1)
+        h.server.release(blocker)
+        wait(for: [h.log.outcomes(3, self)], timeout: 15)
+    }
+}

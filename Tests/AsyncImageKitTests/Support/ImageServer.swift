@@ -1,0 +1,213 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import LoopbackHTTP
+import XCTest
+
+/// A loopback server of generated images for loader tests.
+///
+/// `/img/N.png` is a 4x4 PNG of a colour that encodes N (see ``color(_:)``).
+/// A path can be *held*: its handler waits on a gate until the test releases
+/// it, which is how tests order events without sleeping. The server records
+/// the order in which requests arrive and how many run at once.
+final class ImageServer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var gates: [String: Gate] = [:]
+    private var arrivals: [String] = []
+    private var arrivalWaiters: [(path: String, expectation: XCTestExpectation)] = []
+    private var connections: [String: HTTPConnection] = [:]
+    private var active = 0
+    private(set) var peakActive = 0
+    private var server: LoopbackServer!
+    private var bodies: [String: Data] = [:]
+
+    init() throws {
+        server = try LoopbackServer { [unowned self] request, connection in self.handle(request, connection) }
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        lock.withLock { gates.values.forEach { $0.open() } }
+        server?.stop()
+    }
+
+    /// The colour of image N.
+    static func color(_ n: Int) -> RGBA { RGBA(r: UInt8(n % 256), g: UInt8(n / 256 % 256), b: 77) }
+
+    func url(_ n: Int) -> URL { server.url("/img/\(n).png") }
+    func url(path: String) -> URL { server.url(path) }
+
+    /// Serves `data` at `path`.
+    func serve(_ path: String, _ data: Data) { lock.withLock { bodies[path] = data } }
+
+    /// Makes requests for `url` wait until ``release(_:)``.
+    func hold(_ url: URL) { lock.withLock { gates[url.path] = Gate() } }
+
+    /// Lets held requests for `url` (now and later) answer.
+    func release(_ url: URL) { lock.withLock { gates[url.path] }?.open() }
+
+    /// An expectation fulfilled when a request for `url` arrives (or has arrived).
+    func arrival(of url: URL, _ test: XCTestCase) -> XCTestExpectation {
+        let expectation = test.expectation(description: "request for \(url.path) arrives")
+        lock.withLock {
+            if arrivals.contains(url.path) { expectation.fulfill() } else { arrivalWaiters.append((url.path, expectation)) }
+        }
+        return expectation
+    }
+
+    /// Paths in the order their requests arrived.
+    var arrivalOrder: [String] { lock.withLock { arrivals } }
+
+    func requestCount(_ url: URL) -> Int { lock.withLock { arrivals.filter { $0 == url.path }.count } }
+
+    /// The connection of the latest request for `url`.
+    func connection(_ url: URL) -> HTTPConnection? { lock.withLock { connections[url.path] } }
+
+    private func handle(_ request: HTTPRequest, _ connection: HTTPConnection) {
+        let (gate, waiters) = lock.withLock { () -> (Gate?, [XCTestExpectation]) in
+            arrivals.append(request.path)
+            connections[request.path] = connection
+            active += 1
+            peakActive = max(peakActive, active)
+            let matched = arrivalWaiters.filter { $0.path == request.path }.map(\.expectation)
+            arrivalWaiters.removeAll { $0.path == request.path }
+            return (gates[request.path], matched)
+        }
+        waiters.forEach { $0.fulfill() }
+        gate?.wait()
+        defer { lock.withLock { active -= 1 } }
+        if let body = lock.withLock({ bodies[request.path] }) {
+            connection.respond(status: 200, body: body)
+            return
+        }
+        let name = request.path.split(separator: "/").last.map(String.init) ?? ""
+        guard request.path.hasPrefix("/img/"), let n = Int(name.replacingOccurrences(of: ".png", with: "")) else {
+            connection.respond(status: 404, body: Data("not found".utf8))
+            return
+        }
+        let png = try! PNGEncoder().encode(SyntheticImage.solid(width: 4, height: 4, color: Self.color(n)))
+        connection.respond(status: 200, headers: [("Content-Type", "image/png")], body: png)
+    }
+}
+
+/// Records what a loader delivers, in order, on its delivery queue.
+final class DeliveryLog: @unchecked Sendable {
+    enum Event: Equatable, CustomStringConvertible {
+        case success(String, target: ObjectIdentifier?)
+        case failure(String, target: ObjectIdentifier?)
+        case notified(String, finished: Bool)
+
+        var description: String {
+            switch self {
+            case .success(let path, _): return "success(\(path))"
+            case .failure(let path, _): return "failure(\(path))"
+            case .notified(let path, let finished): return "\(finished ? "didFinish" : "didFail")(\(path))"
+            }
+        }
+    }
+
+    private let lock = NSLock()
+    private var stored: [Event] = []
+    private var waiters: [(count: Int, expectation: XCTestExpectation)] = []
+    private(set) var images: [String: Image] = [:]
+    private(set) var errors: [String: AsyncImageError] = [:]
+
+    var events: [Event] { lock.withLock { stored } }
+
+    var deliveredPaths: [String] {
+        events.compactMap {
+            switch $0 {
+            case .success(let path, _), .failure(let path, _): return path
+            case .notified: return nil
+            }
+        }
+    }
+
+    func record(_ event: Event, image: Image? = nil, error: AsyncImageError? = nil) {
+        let ready = lock.withLock { () -> [XCTestExpectation] in
+            stored.append(event)
+            if case .success(let path, _) = event { images[path] = image }
+            if case .failure(let path, _) = event { errors[path] = error }
+            let outcomes = stored.filter { if case .notified = $0 { return false } else { return true } }.count
+            let done = waiters.filter { $0.count <= outcomes }.map(\.expectation)
+            waiters.removeAll { $0.count <= outcomes }
+            return done
+        }
+        ready.forEach { $0.fulfill() }
+    }
+
+    /// Fulfilled once `count` outcomes (success or failure) have been recorded.
+    func outcomes(_ count: Int, _ test: XCTestCase) -> XCTestExpectation {
+        let expectation = test.expectation(description: "\(count) outcomes")
+        let done = lock.withLock { () -> Bool in
+            let outcomes = stored.filter { if case .notified = $0 { return false } else { return true } }.count
+            if outcomes >= count { return true }
+            waiters.append((count, expectation))
+            return false
+        }
+        if done { expectation.fulfill() }
+        return expectation
+    }
+
+    var success: ImageAction {
+        ImageAction("log") { target, image, url in
+            self.record(.success(url.path, target: target.map(ObjectIdentifier.init)), image: image)
+        }
+    }
+
+    var failure: ImageFailureAction {
+        ImageFailureAction("log") { target, error, url in
+            self.record(.failure(url.path, target: target.map(ObjectIdentifier.init)), error: error)
+        }
+    }
+
+    /// Observes a loader's notifications into the log.
+    func observe(_ center: NotificationCenter) -> [NSObjectProtocol] {
+        [
+            center.addObserver(forName: .asyncImageLoadDidFinish, object: nil, queue: nil) { note in
+                let url = note.userInfo?[AsyncImageURLKey] as? URL
+                self.record(.notified(url?.path ?? "?", finished: true))
+            },
+            center.addObserver(forName: .asyncImageLoadDidFail, object: nil, queue: nil) { note in
+                let url = note.userInfo?[AsyncImageURLKey] as? URL
+                self.record(.notified(url?.path ?? "?", finished: false))
+            },
+        ]
+    }
+}
+
+/// A target object.
+final class Target: @unchecked Sendable {
+    let name: String
+    init(_ name: String = "target") { self.name = name }
+}
+
+/// A loader wired for tests: its own cache, notification center and serial delivery queue.
+struct LoaderHarness {
+    let server: ImageServer
+    let loader: AsyncImageLoader
+    let cache: ImageCache
+    let center: NotificationCenter
+    let queue: DispatchQueue
+    let log: DeliveryLog
+
+    init(concurrentLoads: Int = 2, cache: Bool = true, timeout: Double = 60) throws {
+        server = try ImageServer()
+        self.cache = ImageCache()
+        center = NotificationCenter()
+        queue = DispatchQueue(label: "test delivery")
+        log = DeliveryLog()
+        loader = AsyncImageLoader(
+            cache: cache ? self.cache : nil, concurrentLoads: concurrentLoads, loadingTimeout: timeout,
+            deliveryQueue: queue, notificationCenter: center)
+        _ = log.observe(center)
+    }
+
+    func load(_ url: URL, target: AnyObject? = nil) {
+        loader.loadImage(ImageRequest(url: url), target: target, success: log.success, failure: log.failure)
+    }
+
+    /// Waits until everything already handed to the delivery queue has run.
+    func drainDeliveries() { queue.sync {} }
+}
