@@ -73,11 +73,11 @@ public final class ImageCache: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a cache and registers it for memory-pressure purges.
     public init(totalCostLimit: Int = ImageCache.defaultTotalCostLimit, countLimit: Int = Int.max) {
-        state = Mutex(State(totalCostLimit: totalCostLimit, countLimit: countLimit))
+        state = Locked(State(totalCostLimit: totalCostLimit, countLimit: countLimit))
         MemoryPressureMonitor.shared.register(self)
     }
 

@@ -26,9 +26,9 @@ public final class MemoryPressureMonitor: Sendable {
         init(_ cache: ImageCache) { self.cache = cache }
     }
 
-    private let caches = Mutex<[WeakCache]>([])
+    private let caches = Locked<[WeakCache]>([])
     private let purges = Atomic<Int>(0)
-    private let sources = Mutex<[String]>([])
+    private let sources = Locked<[String]>([])
 
     private init() {
         startWatching()

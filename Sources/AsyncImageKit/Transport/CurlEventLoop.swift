@@ -19,7 +19,7 @@ final class CurlEventLoop: Sendable {
         var cancelled: [CurlTransfer] = []
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     /// `CURLM *`. Only the loop thread uses it, but for `curl_multi_wakeup`,
     /// which libcurl documents as safe from any thread.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer

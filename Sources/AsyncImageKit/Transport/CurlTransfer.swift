@@ -17,7 +17,7 @@ final class CurlTransfer: @unchecked Sendable {
     let configuration: TransportConfiguration
     private let completionQueue: DispatchQueue
     private let completion: @Sendable (Result<DataResponse, AsyncImageError>) -> Void
-    private let state = Mutex(State.pending)
+    private let state = Locked(State.pending)
 
     // Loop thread only.
     private(set) var easy: UnsafeMutableRawPointer?

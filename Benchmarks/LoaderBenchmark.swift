@@ -1,0 +1,224 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import LoopbackHTTP
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// The loader benchmark: AsyncImageLoader against what a Linux Swift developer
+// would write without it (URLSession in a TaskGroup, decoding with the same
+// C libraries, resizing after a full decode for display size).
+
+/// Generates the image set once: photo-like JPEGs of 1.5 to 5 megapixels, q90.
+func makeImageSet(count: Int, folder: URL) throws -> [String] {
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let sizes = [(1500, 1000), (2000, 1500), (2400, 1600), (1200, 1600), (2700, 1800), (1600, 1200)]
+    var names: [String] = []
+    for index in 0..<count {
+        let name = "photo-\(index).jpg"
+        names.append(name)
+        let file = folder.appendingPathComponent(name)
+        if FileManager.default.fileExists(atPath: file.path) { continue }
+        let (w, h) = sizes[index % sizes.count]
+        let image = SyntheticImage.photo(width: w, height: h, seed: UInt64(index + 1))
+        try JPEGEncoder(quality: 90).encode(image).write(to: file)
+    }
+    return names
+}
+
+/// Child process: serves every file of a folder at `/NAME` on 127.0.0.1 and prints its port.
+func serveFolder(_ arguments: [String]) throws {
+    guard let path = arguments.first else { exit(2) }
+    var files: [String: Data] = [:]
+    for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+        files["/" + name] = try Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(name))
+    }
+    let bodies = files
+    let server = try LoopbackServer { request, connection in
+        if let body = bodies[request.path] {
+            connection.respond(status: 200, headers: [("Content-Type", "image/jpeg")], body: body)
+        } else {
+            connection.respond(status: 404, body: Data())
+        }
+    }
+    print("PORT \(server.port)")
+    fflush(nil)
+    while true { sleep(60) }
+}
+
+/// Peak resident memory of this process, in MB.
+func peakRSSMegabytes() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_maxrss) / 1024
+}
+
+/// Child process: one measured run. Prints `RESULT seconds megapixels peakMB`.
+func runOne(_ arguments: [String]) throws {
+    // run-one MODE CONCURRENCY WORKLOAD PORT LIST-FILE
+    guard arguments.count == 5, let concurrency = Int(arguments[1]), let port = Int(arguments[3]) else { exit(2) }
+    let mode = arguments[0]
+    let display = arguments[2] == "display"
+    let names = try String(contentsOfFile: arguments[4], encoding: .utf8).split(separator: "\n").map(String.init)
+    let urls = names.map { URL(string: "http://127.0.0.1:\(port)/\($0)")! }
+    let target = PixelSize(width: 256, height: 256)
+    let pixels = Locked(0)
+    let failures = Locked(0)
+    let start = now()
+    if mode == "ours" {
+        let loader = AsyncImageLoader(
+            cache: nil, concurrentLoads: concurrency, deliveryQueue: DispatchQueue(label: "bench delivery"))
+        let done = DispatchGroup()
+        for url in urls {
+            done.enter()
+            let request = ImageRequest(url: url, targetSize: display ? target : nil)
+            loader.loadImage(
+                request, target: nil,
+                success: ImageAction("bench") { _, image, _ in
+                    pixels.withLock { $0 += image.originalSize.pixelCount }
+                    done.leave()
+                },
+                failure: ImageFailureAction("bench") { _, _, _ in
+                    failures.withLock { $0 += 1 }
+                    done.leave()
+                })
+        }
+        done.wait()
+    } else {
+        let session = URLSession(configuration: .default)
+        let finished = DispatchSemaphore(value: 0)
+        Task {
+            await withTaskGroup(of: Int?.self) { group in
+                var iterator = urls.makeIterator()
+                func addNext() -> Bool {
+                    guard let url = iterator.next() else { return false }
+                    group.addTask {
+                        guard let (data, _) = try? await session.data(from: url),
+                            let image = try? ImageDecoder().decode(data)
+                        else { return nil }
+                        if display {
+                            _ = try? ImageResizer.resize(image, to: image.size.scaled(toFit: target, contentMode: .aspectFill))
+                        }
+                        return image.originalSize.pixelCount
+                    }
+                    return true
+                }
+                for _ in 0..<concurrency { _ = addNext() }
+                while let result = await group.next() {
+                    if let result { pixels.withLock { $0 += result } } else { failures.withLock { $0 += 1 } }
+                    _ = addNext()
+                }
+            }
+            finished.signal()
+        }
+        finished.wait()
+    }
+    let seconds = now() - start
+    print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 })")
+}
+
+/// A lock-protected value.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
+
+func runLoaderBenchmark(_ arguments: [String]) throws {
+    var count = 200
+    var output = "bench-output"
+    var iterator = arguments.makeIterator()
+    while let argument = iterator.next() {
+        switch argument {
+        case "--count": count = Int(iterator.next() ?? "") ?? count
+        case "--output": output = iterator.next() ?? output
+        default:
+            FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
+            exit(2)
+        }
+    }
+    let folder = URL(fileURLWithPath: output).appendingPathComponent("loader-set")
+    print("Generating \(count) photo-like JPEGs (1.5-5 Mpx, q90) in \(folder.path) ...")
+    let names = try makeImageSet(count: count, folder: folder)
+    let list = URL(fileURLWithPath: output).appendingPathComponent("loader-set.txt")
+    try names.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+    let bytes = try names.reduce(0) {
+        $0 + (try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($1).path)[.size] as? Int ?? 0)
+    }
+
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let server = Process()
+    server.executableURL = executable
+    server.arguments = ["serve", folder.path]
+    let pipe = Pipe()
+    server.standardOutput = pipe
+    try server.run()
+    defer { server.terminate() }
+    var line = Data()
+    while !line.contains(0x0A) { line.append(pipe.fileHandleForReading.availableData) }
+    let port = String(decoding: line, as: UTF8.self).split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines)
+
+    // The decode ceiling: 2 cores x libjpeg-turbo's own rate on one of the set's photos.
+    let sample = folder.appendingPathComponent(names[2 % names.count]).path
+    let tj = tjbench(sample, scale: nil, seconds: 2)
+    let ceiling = tj.map { $0 * 2 }
+    print(
+        "\(count) images, \(bytes / 1_000_000) MB, served by a separate process on 127.0.0.1:\(port).")
+    if let tj, let ceiling {
+        print(String(format: "Decode ceiling: 2 cores x tjbench %.1f Mpx/s = %.1f Mpx/s.", tj, ceiling))
+    }
+    print("Each row: a fresh child process (peak RSS is its own); ours and the peer alternate.\n")
+    print("workload  loads  loader          images/s    Mpx/s  of ceiling  peak RSS   vs peer")
+
+    func run(_ mode: String, _ concurrency: Int, _ workload: String) throws -> (seconds: Double, mpx: Double, rss: Double) {
+        let child = Process()
+        child.executableURL = executable
+        child.arguments = ["run-one", mode, String(concurrency), workload, port, list.path]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        guard let result = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT") }) else {
+            throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "child failed: \(text)"])
+        }
+        let fields = result.split(separator: " ").dropFirst().compactMap { Double($0) }
+        if fields[3] > 0 { print("  (\(Int(fields[3])) failures in \(mode) run)") }
+        return (fields[0], fields[1], fields[2])
+    }
+
+    for workload in ["full", "display"] {
+        for concurrency in [1, 2, 4] {
+            let peer = try run("peer", concurrency, workload)
+            let ours = try run("ours", concurrency, workload)
+            for (name, r) in [("URLSession+TG", peer), ("AsyncImageKit", ours)] {
+                let fraction = ceiling.map { String(format: "%9.0f%%", 100 * (r.mpx / r.seconds) / $0) } ?? "        -"
+                let speedup = name == "AsyncImageKit" ? String(format: "%8.2fx", peer.seconds / ours.seconds) : ""
+                print(
+                    workload.padding(toLength: 10, withPad: " ", startingAt: 0)
+                        + String(format: "%5d  ", concurrency) + name.padding(toLength: 14, withPad: " ", startingAt: 0)
+                        + String(format: "%10.1f %8.1f", Double(count) / r.seconds, r.mpx / r.seconds) + "  " + fraction
+                        + String(format: "  %6.0f MB", r.rss) + speedup)
+            }
+        }
+    }
+
+    // Memory-cache hits on one thread.
+    let cache = ImageCache()
+    let image = SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 1, g: 2, b: 3))
+    let keys = (0..<1000).map { ImageCacheKey(url: URL(string: "http://127.0.0.1/image-\($0).jpg")!) }
+    for key in keys { cache[key] = image }
+    var hits = 0
+    let lookups = 10_000_000
+    let start = now()
+    for i in 0..<lookups where cache.image(for: keys[i % 1000]) != nil { hits += 1 }
+    let elapsed = now() - start
+    print(String(format: "\nMemory cache: %d hits in %.3f s on one thread = %.1f million hits/s (goal > 10)", hits, elapsed, Double(hits) / elapsed / 1e6))
+}

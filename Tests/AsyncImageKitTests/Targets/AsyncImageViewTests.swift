@@ -1,0 +1,80 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import XCTest
+
+final class AsyncImageViewTests: XCTestCase {
+    private let grey = SyntheticImage.solid(width: 4, height: 4, color: RGBA(r: 100, g: 100, b: 100))
+    private let broken = SyntheticImage.solid(width: 4, height: 4, color: RGBA(r: 255, g: 0, b: 0))
+
+    func testLoadingShowsPlaceholderAndIndicatorThenTheImage() throws {
+        let h = try LoaderHarness()
+        let view = AsyncImageView(loader: h.loader)
+        XCTAssertEqual(view.state, .empty)
+        XCTAssertTrue(view.showActivityIndicator)
+        XCTAssertEqual(view.crossfadeDuration, 0.4)
+        XCTAssertFalse(view.isActivityIndicatorAnimating)
+        view.placeholderImage = grey
+        let url = h.server.url(5)
+        h.server.hold(url)
+        let changes = Counter()
+        view.onChange = { _ in changes.increment() }
+        view.imageURL = url
+        XCTAssertEqual(view.state, .loading(url))
+        XCTAssertTrue(view.isActivityIndicatorAnimating)
+        XCTAssertEqual(view.displayedImage?.pixel(x: 0, y: 0), grey.pixel(x: 0, y: 0))
+        view.showActivityIndicator = false
+        XCTAssertFalse(view.isActivityIndicatorAnimating)
+        view.showActivityIndicator = true
+
+        let loaded = expectation(description: "loaded")
+        view.onChange = { view in if case .loaded = view.state { loaded.fulfill() } }
+        h.server.release(url)
+        wait(for: [loaded], timeout: 15)
+        XCTAssertFalse(view.isActivityIndicatorAnimating)
+        XCTAssertEqual(view.displayedImage?.pixel(x: 0, y: 0), ImageServer.color(5))
+        XCTAssertGreaterThan(changes.value, 0)
+    }
+
+    func testFailureStateAndImage() throws {
+        let h = try LoaderHarness()
+        let view = AsyncImageView(loader: h.loader)
+        view.failureImage = broken
+        let failed = expectation(description: "failed")
+        view.onChange = { view in if case .failed = view.state { failed.fulfill() } }
+        let url = h.server.url(path: "/gone.png")
+        view.imageURL = url
+        wait(for: [failed], timeout: 15)
+        XCTAssertEqual(view.state, .failed(url, .httpStatus(url, code: 404)))
+        XCTAssertFalse(view.isActivityIndicatorAnimating)
+        XCTAssertEqual(view.displayedImage?.pixel(x: 1, y: 1), broken.pixel(x: 1, y: 1))
+    }
+
+    func testCrossfadeBlendsOldIntoNew() {
+        let clock = Box<Double>(100)
+        let view = AsyncImageView(loader: AsyncImageLoader(cache: nil, deliveryQueue: DispatchQueue(label: "unused")), clock: { clock.value ?? 0 })
+        let black = SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 0, g: 0, b: 0))
+        let white = SyntheticImage.solid(width: 4, height: 4, color: RGBA(r: 255, g: 255, b: 255))
+        view.image = black
+        view.image = white
+        XCTAssertEqual(view.displayedImage(at: 0)?.pixel(x: 1, y: 1), RGBA(r: 0, g: 0, b: 0), "starts as the old picture")
+        let middle = view.displayedImage(at: 0.2)
+        XCTAssertEqual(middle?.size, white.size, "the old picture is resized to the new one")
+        XCTAssertEqual(Int(middle?.pixel(x: 1, y: 1).r ?? 0), 128, accuracy: 1)
+        XCTAssertEqual(view.displayedImage(at: 0.4)?.pixel(x: 1, y: 1), RGBA(r: 255, g: 255, b: 255))
+        clock.value = 100.25
+        XCTAssertEqual(view.timeSinceImageSet ?? 0, 0.25, accuracy: 1e-9)
+        view.crossfadeDuration = 0
+        XCTAssertEqual(view.displayedImage(at: 0)?.pixel(x: 1, y: 1), RGBA(r: 255, g: 255, b: 255))
+    }
+
+    func testStyleAndNilClears() {
+        let view = AsyncImageView(loader: AsyncImageLoader(cache: nil, deliveryQueue: DispatchQueue(label: "unused")))
+        view.activityIndicatorStyle = .large
+        XCTAssertEqual(view.activityIndicatorStyle, .large)
+        view.image = grey
+        view.imageURL = nil
+        XCTAssertNil(view.image)
+        XCTAssertEqual(view.state, .empty)
+    }
+}

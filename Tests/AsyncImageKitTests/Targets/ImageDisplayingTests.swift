@@ -1,0 +1,77 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import XCTest
+
+/// A class that adopts ImageDisplaying with a loader of the test's own.
+private final class Thumbnail: ImageDisplaying, @unchecked Sendable {
+    let loader: AsyncImageLoader
+    var image: Image? {
+        didSet { onImage?(image) }
+    }
+    var onImage: ((Image?) -> Void)?
+    var failures: [URL] = []
+
+    init(loader: AsyncImageLoader) { self.loader = loader }
+
+    var imageLoader: AsyncImageLoader { loader }
+
+    func imageLoadDidFail(_ error: AsyncImageError, url: URL) { failures.append(url) }
+}
+
+final class ImageDisplayingTests: XCTestCase {
+    func testImageURLLoadsAssignsAndClears() throws {
+        let h = try LoaderHarness()
+        let view = Thumbnail(loader: h.loader)
+        XCTAssertNil(view.imageURL)
+        let loaded = expectation(description: "image set")
+        view.onImage = { if $0 != nil { loaded.fulfill() } }
+        view.imageURL = h.server.url(3)
+        XCTAssertEqual(view.imageURL, h.server.url(3))
+        wait(for: [loaded], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(view.image?.pixel(x: 0, y: 0), ImageServer.color(3))
+        XCTAssertEqual(view.imageURL, h.server.url(3), "getting returns the URL most recently set")
+
+        view.onImage = nil
+        let slow = h.server.url(4)
+        h.server.hold(slow)
+        view.imageURL = slow
+        wait(for: [h.server.arrival(of: slow, self)], timeout: 15)
+        view.imageURL = nil
+        XCTAssertNil(view.image)
+        XCTAssertNil(view.imageURL)
+        XCTAssertTrue(try XCTUnwrap(h.server.connection(slow)).waitForPeerClose(timeout: 10), "nil cancels the load")
+    }
+
+    func testThumbnailThenFullImage() throws {
+        let h = try LoaderHarness()
+        let view = Thumbnail(loader: h.loader)
+        let (thumb, full) = (h.server.url(1), h.server.url(2))
+        h.server.hold(full)
+        let shown = Box<[RGBA]>([])
+        let both = expectation(description: "thumbnail, then full")
+        both.expectedFulfillmentCount = 2
+        view.onImage = { image in
+            if let image { shown.value = (shown.value ?? []) + [image.pixel(x: 0, y: 0)]; both.fulfill() }
+        }
+        view.imageURL = thumb
+        view.imageURL = full
+        wait(for: [h.server.arrival(of: full, self)], timeout: 15)
+        h.server.release(full)
+        wait(for: [both], timeout: 15)
+        XCTAssertEqual(shown.value, [ImageServer.color(1), ImageServer.color(2)])
+    }
+
+    func testFailureIsReported() throws {
+        let h = try LoaderHarness()
+        let view = Thumbnail(loader: h.loader)
+        let done = expectation(description: "didFail posted")
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFail, object: nil, queue: nil) { _ in done.fulfill() }
+        view.imageURL = h.server.url(path: "/absent.png")
+        wait(for: [done], timeout: 15)
+        h.center.removeObserver(observer)
+        h.drainDeliveries()
+        XCTAssertEqual(view.failures, [h.server.url(path: "/absent.png")])
+    }
+}
