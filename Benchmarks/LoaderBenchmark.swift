@@ -210,15 +210,28 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
         }
     }
 
-    // Memory-cache hits on one thread.
+    runCacheBenchmark()
+}
+
+/// Memory-cache hits on one thread: lookups of keys made in advance.
+func runCacheBenchmark() {
     let cache = ImageCache()
     let image = SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 1, g: 2, b: 3))
     let keys = (0..<1000).map { ImageCacheKey(url: URL(string: "http://127.0.0.1/image-\($0).jpg")!) }
     for key in keys { cache[key] = image }
-    var hits = 0
-    let lookups = 10_000_000
-    let start = now()
-    for i in 0..<lookups where cache.image(for: keys[i % 1000]) != nil { hits += 1 }
-    let elapsed = now() - start
-    print(String(format: "\nMemory cache: %d hits in %.3f s on one thread = %.1f million hits/s (goal > 10)", hits, elapsed, Double(hits) / elapsed / 1e6))
+    let lookups = 4_000_000
+    var rates: [Double] = []
+    for _ in 0..<5 {
+        var hits = 0
+        let start = now()
+        keys.withUnsafeBufferPointer { keys in
+            for i in 0..<lookups where cache.image(for: keys[i % 1000]) != nil { hits += 1 }
+        }
+        precondition(hits == lookups)
+        rates.append(Double(hits) / (now() - start) / 1e6)
+    }
+    rates.sort()
+    print(String(
+        format: "\nMemory cache, one thread, 1,000 keys made in advance, 5 rounds of 4M hits: median %.1f, best %.1f million hits/s (goal > 10)",
+        rates[2], rates[4]))
 }

@@ -18,6 +18,8 @@ case "decode":
     try runDecodeBenchmark(parseOptions(arguments.dropFirst()))
 case "loader":
     try runLoaderBenchmark(Array(arguments.dropFirst()))
+case "cache":
+    runCacheBenchmark()
 case "serve":
     try serveFolder(Array(arguments.dropFirst()))
 case "run-one":

@@ -21,54 +21,145 @@ public final class ImageCache: Sendable {
         return min(available / 10, 1 << 30)
     }
 
-    private final class Node {
-        let key: ImageCacheKey
-        var image: Image
-        var cost: Int
-        var newer: Node?
-        unowned(unsafe) var older: Node?
+    /// One cached image. Entries live in an array and link to each other by
+    /// index, so a hit moves integers around instead of retaining and
+    /// releasing list nodes (which dominated the cost of a hit).
+    /// The image behind one reference, so an entry holds a plain pointer.
+    private final class Box {
+        let image: Image
+        init(_ image: Image) { self.image = image }
+    }
 
-        init(key: ImageCacheKey, image: Image) {
-            self.key = key
-            self.image = image
-            self.cost = image.cost
-        }
+    private struct Entry {
+        var key: ImageCacheKey
+        var box: Box?
+        var cost: Int
+        /// Towards the most recently used; -1 at the newest end.
+        var newer: Int32
+        /// Towards the least recently used; -1 at the oldest end.
+        var older: Int32
     }
 
     private struct State {
-        var nodes: [ImageCacheKey: Node] = [:]
+        var index = SlotIndex()
+        var entries: [Entry] = []
+        var free: [Int32] = []
         /// Most recently used.
-        var newest: Node?
+        var newest: Int32 = -1
         /// Least recently used: evicted first.
-        var oldest: Node?
+        var oldest: Int32 = -1
         var totalCost = 0
         var totalCostLimit: Int
         var countLimit: Int
 
-        mutating func unlink(_ node: Node) {
-            if let newer = node.newer { newer.older = node.older } else { newest = node.older }
-            if let older = node.older { older.newer = node.newer } else { oldest = node.newer }
-            node.newer = nil
-            node.older = nil
+        init(totalCostLimit: Int, countLimit: Int) {
+            self.totalCostLimit = totalCostLimit
+            self.countLimit = countLimit
         }
 
-        mutating func pushNewest(_ node: Node) {
-            node.older = newest
-            node.newer = nil
-            newest?.newer = node
-            newest = node
-            if oldest == nil { oldest = node }
+        mutating func unlink(_ slot: Int32) {
+            let (newer, older) = (entries[Int(slot)].newer, entries[Int(slot)].older)
+            if newer >= 0 { entries[Int(newer)].older = older } else { newest = older }
+            if older >= 0 { entries[Int(older)].newer = newer } else { oldest = newer }
+            entries[Int(slot)].newer = -1
+            entries[Int(slot)].older = -1
         }
 
-        mutating func remove(_ node: Node) {
-            unlink(node)
-            nodes[node.key] = nil
-            totalCost -= node.cost
+        mutating func pushNewest(_ slot: Int32) {
+            entries[Int(slot)].older = newest
+            entries[Int(slot)].newer = -1
+            if newest >= 0 { entries[Int(newest)].newer = slot }
+            newest = slot
+            if oldest < 0 { oldest = slot }
+        }
+
+        mutating func insert(_ key: ImageCacheKey, _ image: Image, cost: Int) {
+            let entry = Entry(key: key, box: Box(image), cost: cost, newer: -1, older: -1)
+            let slot: Int32
+            if let reused = free.popLast() {
+                slot = reused
+                entries[Int(slot)] = entry
+            } else {
+                slot = Int32(entries.count)
+                entries.append(entry)
+            }
+            index.insert(slot, for: key, in: entries)
+            pushNewest(slot)
+            totalCost += cost
+        }
+
+        mutating func remove(_ slot: Int32) {
+            unlink(slot)
+            index.remove(slot, for: entries[Int(slot)].key, in: entries)
+            totalCost -= entries[Int(slot)].cost
+            entries[Int(slot)].box = nil
+            entries[Int(slot)].cost = 0
+            free.append(slot)
         }
 
         mutating func trim() {
-            while totalCost > totalCostLimit || nodes.count > countLimit, let victim = oldest {
-                remove(victim)
+            while totalCost > totalCostLimit || index.count > countLimit, oldest >= 0 {
+                remove(oldest)
+            }
+        }
+    }
+
+    /// An open-addressing hash index from key to entry slot, probing by the
+    /// hash each key computed once: a lookup hashes nothing.
+    private struct SlotIndex {
+        private static let empty: Int32 = -1
+        private static let deleted: Int32 = -2
+        private var table = [Int32](repeating: SlotIndex.empty, count: 16)
+        private var used = 0  // live plus deleted marks
+        private(set) var count = 0
+
+        func find(_ key: ImageCacheKey, in entries: [Entry]) -> Int32 {
+            table.withUnsafeBufferPointer { table in
+                entries.withUnsafeBufferPointer { entries in
+                    let mask = table.count - 1
+                    var i = key.precomputedHash & mask
+                    while true {
+                        let slot = table[i]
+                        if slot == Self.empty { return -1 }
+                        if slot >= 0 && entries[Int(slot)].key == key { return slot }
+                        i = (i + 1) & mask
+                    }
+                }
+            }
+        }
+
+        mutating func insert(_ slot: Int32, for key: ImageCacheKey, in entries: [Entry]) {
+            if (used + 1) * 2 > table.count { rebuild(entries, capacity: max(16, (count + 1) * 4)) }
+            let mask = table.count - 1
+            var i = key.precomputedHash & mask
+            while table[i] >= 0 { i = (i + 1) & mask }
+            if table[i] == Self.empty { used += 1 }
+            table[i] = slot
+            count += 1
+        }
+
+        mutating func remove(_ slot: Int32, for key: ImageCacheKey, in entries: [Entry]) {
+            let mask = table.count - 1
+            var i = key.precomputedHash & mask
+            while table[i] != Self.empty {
+                if table[i] == slot {
+                    table[i] = Self.deleted
+                    count -= 1
+                    return
+                }
+                i = (i + 1) & mask
+            }
+        }
+
+        private mutating func rebuild(_ entries: [Entry], capacity: Int) {
+            let old = table
+            var size = 16
+            while size < capacity { size <<= 1 }
+            table = [Int32](repeating: Self.empty, count: size)
+            used = 0
+            count = 0
+            for slot in old where slot >= 0 {
+                insert(slot, for: entries[Int(slot)].key, in: entries)
             }
         }
     }
@@ -97,29 +188,29 @@ public final class ImageCache: Sendable {
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
     /// The number of images held now.
-    public var count: Int { state.withLock { $0.nodes.count } }
+    public var count: Int { state.withLock { $0.index.count } }
 
     /// The image for `key` (marking it most recently used), or nil.
     public func image(for key: ImageCacheKey) -> Image? {
         state.withLock { state in
-            guard let node = state.nodes[key] else { return nil }
-            if state.newest !== node {
-                state.unlink(node)
-                state.pushNewest(node)
+            let slot = state.index.find(key, in: state.entries)
+            guard slot >= 0 else { return nil }
+            if state.newest != slot {
+                state.unlink(slot)
+                state.pushNewest(slot)
             }
-            return node.image
+            return state.entries[Int(slot)].box?.image
         }
     }
 
     /// Stores `image` for `key` as the most recently used, evicting as needed.
     public func setImage(_ image: Image, for key: ImageCacheKey) {
+        let cost = image.cost
         state.withLock { state in
-            if let old = state.nodes[key] { state.remove(old) }
-            let node = Node(key: key, image: image)
-            guard node.cost <= state.totalCostLimit else { return }
-            state.nodes[key] = node
-            state.pushNewest(node)
-            state.totalCost += node.cost
+            let old = state.index.find(key, in: state.entries)
+            if old >= 0 { state.remove(old) }
+            guard cost <= state.totalCostLimit else { return }
+            state.insert(key, image, cost: cost)
             state.trim()
         }
     }
@@ -127,7 +218,8 @@ public final class ImageCache: Sendable {
     /// Removes the image for `key`.
     public func removeImage(for key: ImageCacheKey) {
         state.withLock { state in
-            if let node = state.nodes[key] { state.remove(node) }
+            let slot = state.index.find(key, in: state.entries)
+            if slot >= 0 { state.remove(slot) }
         }
     }
 
@@ -142,13 +234,6 @@ public final class ImageCache: Sendable {
     /// Empties the cache.
     public func removeAll() {
         state.withLock { state in
-            // Break the links so nodes free without deep recursion.
-            var node = state.newest
-            while let current = node {
-                node = current.older
-                current.newer = nil
-                current.older = nil
-            }
             state = State(totalCostLimit: state.totalCostLimit, countLimit: state.countLimit)
         }
     }
@@ -157,10 +242,10 @@ public final class ImageCache: Sendable {
     public var keysByRecency: [ImageCacheKey] {
         state.withLock { state in
             var keys: [ImageCacheKey] = []
-            var node = state.newest
-            while let current = node {
-                keys.append(current.key)
-                node = current.older
+            var slot = state.newest
+            while slot >= 0 {
+                keys.append(state.entries[Int(slot)].key)
+                slot = state.entries[Int(slot)].older
             }
             return keys
         }

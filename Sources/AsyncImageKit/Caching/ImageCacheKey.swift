@@ -6,11 +6,27 @@ import Foundation
 /// The hash is computed once, when the key is made, so a cache lookup costs
 /// one string comparison at most.
 public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
+    /// The parts behind one reference: copying a key is one retain.
+    private final class Storage: Sendable {
+        let url: String
+        let processing: String
+        let hash: Int
+
+        init(url: String, processing: String, hash: Int) {
+            self.url = url
+            self.processing = processing
+            self.hash = hash
+        }
+    }
+
+    private let storage: Storage
+
     /// The URL's absolute string.
-    public let url: String
+    public var url: String { storage.url }
     /// `""` for a full-size decode; otherwise e.g. `"256x256-fill"`.
-    public let processing: String
-    private let hash: Int
+    public var processing: String { storage.processing }
+    /// The hash computed when the key was made.
+    var precomputedHash: Int { storage.hash }
 
     /// The key for `url` decoded with `options` (only the target size and
     /// content mode matter; the pixel limit does not change the pixels).
@@ -20,12 +36,10 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 
     /// A key from its parts.
     public init(url: String, processing: String) {
-        self.url = url
-        self.processing = processing
         var hasher = Hasher()
         hasher.combine(url)
         hasher.combine(processing)
-        self.hash = hasher.finalize()
+        storage = Storage(url: url, processing: processing, hash: hasher.finalize())
     }
 
     static func processingKey(_ options: DecodingOptions) -> String {
@@ -35,12 +49,13 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 
     /// Feeds the precomputed hash.
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(hash)
+        hasher.combine(storage.hash)
     }
 
     /// Equal when URL and processing are equal.
     public static func == (lhs: ImageCacheKey, rhs: ImageCacheKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.url == rhs.url && lhs.processing == rhs.processing
+        if lhs.storage === rhs.storage { return true }
+        return lhs.storage.hash == rhs.storage.hash && lhs.url == rhs.url && lhs.processing == rhs.processing
     }
 
     /// `URL` or `URL [processing]`.

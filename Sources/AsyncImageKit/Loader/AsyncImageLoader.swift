@@ -51,7 +51,7 @@ public final class AsyncImageLoader: Sendable {
     ///
     /// - Parameters:
     ///   - cache: where decoded images are kept; nil disables caching.
-    ///   - concurrentLoads: the most loads (transfer and decode) at once.
+    ///   - concurrentLoads: the most transfers at once (see ``concurrentLoads``).
     ///   - loadingTimeout: seconds a transfer may take from its start.
     ///   - deliveryQueue: where notifications and actions run. The main queue
     ///     by default: a program that never runs it (a service, a tool without
@@ -78,8 +78,9 @@ public final class AsyncImageLoader: Sendable {
         set { state.withLock { $0.cache = newValue } }
     }
 
-    /// The most loads in flight at once (default 2): a true cap, counting each
-    /// load from the start of its transfer to the end of its decode.
+    /// The most transfers in flight at once (default 2): a true cap. A transfer
+    /// keeps its slot until a decoder takes its body, so bodies never pile up
+    /// undecoded; decodes run one per core while the next transfers proceed.
     public var concurrentLoads: Int {
         get { state.withLock { $0.concurrentLoads } }
         set { mutate { state, effects in
@@ -112,7 +113,7 @@ public final class AsyncImageLoader: Sendable {
     public var activity: LoaderActivity {
         state.withLock {
             LoaderActivity(
-                queued: $0.queue.count, inFlight: $0.inFlight, peakInFlight: $0.peakInFlight,
+                queued: $0.queue.count, inFlight: $0.inFlight, peakInFlight: $0.peakInFlight, decoding: $0.decoding,
                 pendingRequests: $0.pending.count, delivered: $0.deliveredCount, cancelled: $0.cancelledCount)
         }
     }
@@ -261,47 +262,71 @@ public final class AsyncImageLoader: Sendable {
         job.phase = .loading(task)
     }
 
-    /// On the decode queue: decode, cache, and schedule deliveries.
+    /// On the transport's completion queue: a failure is delivered at once; a
+    /// body waits for a decoder, keeping its transfer slot until one is free.
     private func transferFinished(_ job: LoadJob, _ result: Result<DataResponse, AsyncImageError>) {
-        let wanted = mutate { state, effects -> Bool in
+        mutate { state, effects in
             guard !job.requests.isEmpty else {
                 self.finish(job, &state)
                 self.pump(&state, &effects)
-                return false
+                return
             }
-            job.phase = .decoding
-            return true
-        }
-        guard wanted else { return }
-
-        let url = job.request.url
-        let outcome: Result<Image, AsyncImageError>
-        switch result {
-        case .success(let response):
-            outcome = Result { () throws(AsyncImageError) -> Image in
-                try ImageDecoder().decode(response.data, options: job.request.options)
-            }.mapError { $0.with(url: url) }
-        case .failure(let error):
-            outcome = .failure(error)
-        }
-        if case .success(let image) = outcome { job.cache?.setImage(image, for: job.key) }
-
-        mutate { state, effects in
-            self.finish(job, &state)
-            for record in job.requests where record.state == .pending {
-                record.job = nil
-                self.scheduleDelivery(record, outcome, fromCache: nil, &state, &effects)
+            switch result {
+            case .success(let response):
+                job.phase = .awaitingDecoder(response.data)
+                state.awaitingDecoder.append(job)
+                self.startDecodes(&state, &effects)
+            case .failure(let error):
+                self.finish(job, &state)
+                self.deliverAll(job, .failure(error), &state, &effects)
             }
-            job.requests = []
             self.pump(&state, &effects)
         }
+    }
+
+    /// Starts decodes while decoders are free, most recent body first; each
+    /// start frees that job's transfer slot.
+    private func startDecodes(_ state: inout LoaderState, _ effects: inout Effects) {
+        while state.decoding < state.decoders, let job = state.awaitingDecoder.popLast() {
+            guard case .awaitingDecoder(let data) = job.phase else { continue }
+            state.inFlight -= 1
+            state.decoding += 1
+            job.phase = .decoding
+            effects.append { self.decodeQueue.async { self.decode(job, data) } }
+        }
+    }
+
+    /// On the decode queue: decode, cache, and schedule deliveries.
+    private func decode(_ job: LoadJob, _ data: Data) {
+        let url = job.request.url
+        let outcome = Result { () throws(AsyncImageError) -> Image in
+            try ImageDecoder().decode(data, options: job.request.options)
+        }.mapError { $0.with(url: url) }
+        if case .success(let image) = outcome { job.cache?.setImage(image, for: job.key) }
+        mutate { state, effects in
+            state.decoding -= 1
+            self.finish(job, &state)
+            self.deliverAll(job, outcome, &state, &effects)
+            self.startDecodes(&state, &effects)
+            self.pump(&state, &effects)
+        }
+    }
+
+    private func deliverAll(
+        _ job: LoadJob, _ outcome: Result<Image, AsyncImageError>, _ state: inout LoaderState, _ effects: inout Effects
+    ) {
+        for record in job.requests where record.state == .pending {
+            record.job = nil
+            scheduleDelivery(record, outcome, fromCache: nil, &state, &effects)
+        }
+        job.requests = []
     }
 
     /// Releases a job's slot (if it held one) and forgets it.
     private func finish(_ job: LoadJob, _ state: inout LoaderState) {
         switch job.phase {
-        case .loading, .decoding: state.inFlight -= 1
-        case .queued, .finished: break
+        case .loading, .awaitingDecoder: state.inFlight -= 1
+        case .queued, .decoding, .finished: break
         }
         job.phase = .finished
         if state.jobs[job.key] === job { state.jobs[job.key] = nil }
@@ -378,6 +403,9 @@ public final class AsyncImageLoader: Sendable {
         case .loading(let task):
             // If the transfer's handler was already claimed, transferFinished frees the slot.
             if task.cancelReportingSuccess() { finish(job, &state) }
+        case .awaitingDecoder:
+            state.awaitingDecoder.removeAll { $0 === job }
+            finish(job, &state)
         case .decoding, .finished:
             break  // the decode finishes and its image is cached; nobody is told
         }
@@ -395,7 +423,7 @@ public final class AsyncImageLoader: Sendable {
 
     /// Keeps a timer sweeping for dead targets while there are jobs.
     private func updateSweepTimer(_ state: inout LoaderState) {
-        let busy = state.inFlight > 0 || !state.queue.isEmpty
+        let busy = state.inFlight > 0 || !state.queue.isEmpty || state.decoding > 0
         if busy, state.sweepTimer == nil {
             let timer = DispatchSource.makeTimerSource(queue: timerQueue)
             timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
@@ -417,10 +445,12 @@ public final class AsyncImageLoader: Sendable {
 public struct LoaderActivity: Sendable, Hashable {
     /// Loads waiting for a slot.
     public let queued: Int
-    /// Loads holding a slot (transferring or decoding).
+    /// Loads holding a transfer slot (transferring, or holding a body for a decoder).
     public let inFlight: Int
     /// The most loads ever in flight at once.
     public let peakInFlight: Int
+    /// Decodes running now.
+    public let decoding: Int
     /// Requests not yet delivered or cancelled.
     public let pendingRequests: Int
     /// Requests delivered so far (success or failure).
@@ -442,6 +472,12 @@ struct LoaderState {
     var queue = LIFOQueue()
     var inFlight = 0
     var peakInFlight = 0
+    /// Jobs whose body waits for a decoder (each still holds a transfer slot).
+    var awaitingDecoder: [LoadJob] = []
+    /// Decodes running, at most `decoders`.
+    var decoding = 0
+    /// One decoder per core: decoding is CPU-bound.
+    let decoders = max(1, ProcessInfo.processInfo.activeProcessorCount)
     var deliveredCount = 0
     var cancelledCount = 0
     var perTarget: [TargetKey: [LoadRequest]] = [:]

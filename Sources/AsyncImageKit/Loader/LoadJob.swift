@@ -3,12 +3,15 @@ import Foundation
 /// One transfer and one decode, shared by every request with the same cache key.
 ///
 /// A job is queued, then loading (it holds one of the loader's
-/// `concurrentLoads` slots from the start of its transfer to the end of its
-/// decode), then finished. It is cancelled when no request needs it any more.
+/// `concurrentLoads` transfer slots), then waiting for a decoder (still
+/// holding its slot, so undecoded bodies cannot pile up), then decoding (the
+/// slot is free for the next transfer), then finished. It is cancelled when
+/// no request needs it any more.
 final class LoadJob: @unchecked Sendable {
     enum Phase {
         case queued
         case loading(DataTask)
+        case awaitingDecoder(Data)
         case decoding
         case finished
     }

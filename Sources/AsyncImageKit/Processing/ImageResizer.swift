@@ -81,28 +81,35 @@ public enum ImageResizer {
         let temp = UnsafeMutablePointer<Float>.allocate(capacity: rowFloats * sourceHeight)
         defer { temp.deallocate() }
 
+        // Unsafe buffers: no bounds checks in the inner loops.
         horizontal.values.withUnsafeBufferPointer { hw in
-            for y in 0..<sourceHeight {
-                let row = source + y * bytesPerRow
-                let dst = temp + y * rowFloats
-                for x in 0..<width {
-                    var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
-                    let first = horizontal.start[x]
-                    let weights = hw.baseAddress! + horizontal.offset[x]
-                    for i in 0..<horizontal.count[x] {
-                        let p = row + (first + i) * 4
-                        let alpha = Float(p[3])
-                        let w = weights[i] * alpha
-                        r += Float(p[0]) * w
-                        g += Float(p[1]) * w
-                        b += Float(p[2]) * w
-                        a += weights[i] * alpha
+            horizontal.start.withUnsafeBufferPointer { starts in
+                horizontal.count.withUnsafeBufferPointer { counts in
+                    horizontal.offset.withUnsafeBufferPointer { offsets in
+                        for y in 0..<sourceHeight {
+                            let row = source + y * bytesPerRow
+                            var o = temp + y * rowFloats
+                            for x in 0..<width {
+                                var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
+                                var p = row + starts[x] * 4
+                                var w = hw.baseAddress! + offsets[x]
+                                for _ in 0..<counts[x] {
+                                    let alpha = w.pointee * Float(p[3])
+                                    r += Float(p[0]) * alpha
+                                    g += Float(p[1]) * alpha
+                                    b += Float(p[2]) * alpha
+                                    a += alpha
+                                    p += 4
+                                    w += 1
+                                }
+                                o[0] = r
+                                o[1] = g
+                                o[2] = b
+                                o[3] = a
+                                o += 4
+                            }
+                        }
                     }
-                    let o = dst + x * 4
-                    o[0] = r
-                    o[1] = g
-                    o[2] = b
-                    o[3] = a
                 }
             }
         }

@@ -1,22 +1,39 @@
 import Foundation
 
-/// A value guarded by a lock (`NSLock`, i.e. a pthread mutex).
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A value guarded by a pthread mutex.
 ///
 /// Used instead of `Synchronization.Mutex`, whose futex-based lock on Linux is
 /// invisible to ThreadSanitizer (every access under it is reported as a race),
 /// and because it may hold non-`Sendable` references (targets, notification
-/// centers) that only ever cross threads under the lock.
+/// centers) that only ever cross threads under the lock. The value lives
+/// behind a pointer, so an access costs no dynamic exclusivity check: on the
+/// memory cache's hit path that check was a tenth of the time.
 final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let value: UnsafeMutablePointer<Value>
 
-    init(_ value: Value) {
-        self.value = value
+    init(_ initial: Value) {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        value = .allocate(capacity: 1)
+        value.initialize(to: initial)
     }
 
+    deinit {
+        value.deinitialize(count: 1)
+        value.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    @inline(__always)
     func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
     }
 }
