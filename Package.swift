@@ -16,6 +16,10 @@ let package = Package(
         .executable(name: "asyncimage-demo", targets: ["asyncimage-demo"]),
         .executable(name: "asyncimage-bench", targets: ["asyncimage-bench"]),
     ],
+    dependencies: [
+        // Only the demo uses it, for its command line.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
     targets: [
         // System libraries, found with pkg-config (Debian 12 names).
         .systemLibrary(
@@ -53,7 +57,10 @@ let package = Package(
 
         .executableTarget(
             name: "asyncimage-demo",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            dependencies: [
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Demo",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
@@ -64,7 +71,7 @@ let package = Package(
 
         .testTarget(
             name: "AsyncImageKitTests",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "asyncimage-demo"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

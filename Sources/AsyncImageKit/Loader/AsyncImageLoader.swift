@@ -109,6 +109,13 @@ public final class AsyncImageLoader: Sendable {
         set { state.withLock { $0.notificationCenter = newValue } }
     }
 
+    /// Called with every ``LoaderEvent`` (from the loader's own threads, never
+    /// under its lock; keep it quick). nil (the default) costs nothing.
+    public var eventMonitor: (@Sendable (LoaderEvent) -> Void)? {
+        get { state.withLock { $0.eventMonitor } }
+        set { state.withLock { $0.eventMonitor = newValue } }
+    }
+
     /// A snapshot of what the loader is doing.
     public var activity: LoaderActivity {
         state.withLock {
@@ -192,6 +199,16 @@ public final class AsyncImageLoader: Sendable {
 
     // MARK: Internals
 
+    /// Reports `kind` for `records` to the event monitor, after the lock is released.
+    func report(_ kind: LoaderEvent.Kind, _ records: [LoadRequest], _ state: inout LoaderState, _ effects: inout Effects) {
+        guard let monitor = state.eventMonitor, !records.isEmpty else { return }
+        let time = ProcessInfo.processInfo.systemUptime
+        let events = records.map {
+            LoaderEvent(requestID: $0.id, url: $0.request.url, target: $0.target?.id, kind: kind, time: time)
+        }
+        effects.append { events.forEach(monitor) }
+    }
+
     /// Runs `body` under the lock, then the effects it collected (outside the lock).
     @discardableResult
     func mutate<T>(_ body: (inout LoaderState, inout Effects) -> T) -> T {
@@ -211,6 +228,7 @@ public final class AsyncImageLoader: Sendable {
             state.pending[record.id] = record
             if let key = record.targetKey { state.perTarget[key, default: []].append(record) }
             if let cache = state.cache, let image = cache.image(for: request.cacheKey) {
+                self.report(.cacheHit, [record], &state, &effects)
                 self.scheduleDelivery(record, .success(image), fromCache: cache, &state, &effects)
                 return
             }
@@ -223,7 +241,12 @@ public final class AsyncImageLoader: Sendable {
             }
             job.requests.append(record)
             record.job = job
-            if job.isQueued { state.queue.push(job) }
+            self.report(.queued, [record], &state, &effects)
+            switch job.phase {
+            case .queued: state.queue.push(job)
+            case .loading: self.report(.loading, [record], &state, &effects)
+            default: break
+            }
             self.pump(&state, &effects)
         }
         return record
@@ -246,6 +269,7 @@ public final class AsyncImageLoader: Sendable {
             }
             guard !job.requests.isEmpty, job.isQueued else { continue }
             start(job, &state)
+            report(.loading, job.requests, &state, &effects)
         }
         updateSweepTimer(&state)
     }
@@ -273,6 +297,7 @@ public final class AsyncImageLoader: Sendable {
             }
             switch result {
             case .success(let response):
+                self.report(.transferred(bytes: response.data.count), job.requests, &state, &effects)
                 job.phase = .awaitingDecoder(response.data)
                 state.awaitingDecoder.append(job)
                 self.startDecodes(&state, &effects)
@@ -292,6 +317,7 @@ public final class AsyncImageLoader: Sendable {
             state.inFlight -= 1
             state.decoding += 1
             job.phase = .decoding
+            report(.decoding, job.requests, &state, &effects)
             effects.append { self.decodeQueue.async { self.decode(job, data) } }
         }
     }
@@ -365,6 +391,11 @@ public final class AsyncImageLoader: Sendable {
                 }
                 state.removeFromTarget(record, key)
             }
+            if case .success = outcome {
+                self.report(.delivered(success: true), [record], &state, &effects)
+            } else {
+                self.report(.delivered(success: false), [record], &state, &effects)
+            }
             self.pump(&state, &effects)
             return Delivery(target: target, center: state.notificationCenter)
         }
@@ -391,6 +422,7 @@ public final class AsyncImageLoader: Sendable {
         record.state = .cancelled
         state.cancelledCount += 1
         state.pending[record.id] = nil
+        report(.cancelled, [record], &state, &effects)
         if let key = record.targetKey { state.removeFromTarget(record, key) }
         guard let job = record.job else { return }
         record.job = nil
@@ -482,6 +514,7 @@ struct LoaderState {
     var cancelledCount = 0
     var perTarget: [TargetKey: [LoadRequest]] = [:]
     var sweepTimer: DispatchSourceTimer?
+    var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
 
     init(
         cache: ImageCache?, concurrentLoads: Int, loadingTimeout: Double, deliveryQueue: DispatchQueue,

@@ -210,6 +210,29 @@ final class LoaderBasicsTests: XCTestCase {
         XCTAssertNotNil(h.cache.image(for: ImageCacheKey(url: h.server.url(4))))
     }
 
+    func testEventMonitorSeesEveryStep() throws {
+        let h = try LoaderHarness()
+        let events = Box<[LoaderEvent]>([])
+        let lock = NSLock()
+        h.loader.eventMonitor = { event in lock.withLock { events.value = (events.value ?? []) + [event] } }
+        let target = Target()
+        h.load(h.server.url(21), target: target)
+        wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        h.load(h.server.url(21), target: target)
+        wait(for: [h.log.outcomes(2, self)], timeout: 15)
+        h.drainDeliveries()
+        let all = lock.withLock { events.value ?? [] }
+        let first = all.filter { $0.requestID == all.first?.requestID }.map(\.kind)
+        XCTAssertEqual(first.count, 5)
+        XCTAssertEqual(first[0], .queued)
+        XCTAssertEqual(first[1], .loading)
+        guard case .transferred(let bytes) = first[2] else { return XCTFail("\(first)") }
+        XCTAssertGreaterThan(bytes, 0)
+        XCTAssertEqual(Array(first[3...]), [.decoding, .delivered(success: true)])
+        XCTAssertEqual(all.filter { $0.requestID != all.first?.requestID }.map(\.kind), [.cacheHit, .delivered(success: true)])
+        XCTAssertTrue(all.allSatisfy { $0.target == ObjectIdentifier(target) })
+    }
+
     func testAsyncAwait() async throws {
         let h = try LoaderHarness()
         let image = try await h.loader.image(for: h.server.url(11))

@@ -1,0 +1,156 @@
+import AsyncImageKit
+import Foundation
+
+/// Collects what the loader did: per-request timings from its event monitor,
+/// and loaded/failed/cache-hit counts from its notifications.
+final class Recorder: @unchecked Sendable {
+    /// One request's life, in seconds since the run started.
+    struct Request: Codable {
+        var id: UInt64
+        var url: String
+        var cell: Int?
+        var item: Int?
+        var role: String?
+        var queued: Double?
+        var loading: Double?
+        var decoding: Double?
+        var finished: Double?
+        var bytes: Int?
+        var outcome: String = "pending"
+        var error: String?
+    }
+
+    private let lock = NSLock()
+    private var requests: [UInt64: Request] = [:]
+    private(set) var loaded = 0
+    private(set) var failed = 0
+    private(set) var cacheHits = 0
+    private(set) var cancelled = 0
+    private(set) var bytes = 0
+    let start: Double
+    /// Which cell each target is, by identity.
+    private var cells: [ObjectIdentifier: Int] = [:]
+    /// What each URL is: (item, "thumbnail" or "full").
+    private var roles: [String: (Int, String)] = [:]
+    private var observers: [NSObjectProtocol] = []
+
+    init(start: Double) {
+        self.start = start
+    }
+
+    func register(cell: AnyObject, index: Int) {
+        lock.withLock { cells[ObjectIdentifier(cell)] = index }
+    }
+
+    func register(_ items: [GalleryItem]) {
+        lock.withLock {
+            for item in items {
+                roles[item.full.absoluteString] = (item.index, "full")
+                if let thumbnail = item.thumbnail { roles[thumbnail.absoluteString] = (item.index, "thumbnail") }
+            }
+        }
+    }
+
+    /// The loader's event monitor.
+    func record(_ event: LoaderEvent) {
+        lock.withLock {
+            var request = requests[event.requestID] ?? Request(id: event.requestID, url: event.url.absoluteString)
+            if request.cell == nil, let target = event.target { request.cell = cells[target] }
+            if let (item, role) = roles[event.url.absoluteString] {
+                request.item = item
+                request.role = role
+            }
+            let t = event.time - start
+            switch event.kind {
+            case .queued: request.queued = t
+            case .cacheHit:
+                request.queued = t
+                request.outcome = "cache"
+            case .loading: request.loading = request.loading ?? t
+            case .transferred(let count):
+                request.bytes = count
+                bytes += count
+            case .decoding: request.decoding = t
+            case .delivered(let success):
+                request.finished = t
+                if request.outcome != "cache" { request.outcome = success ? "loaded" : "failed" }
+            case .cancelled:
+                request.finished = t
+                request.outcome = "cancelled"
+                cancelled += 1
+            }
+            requests[event.requestID] = request
+        }
+    }
+
+    /// Counts the loader's notifications (posted on its delivery queue).
+    func observe(_ center: NotificationCenter) {
+        observers.append(
+            center.addObserver(forName: .asyncImageLoadDidFinish, object: nil, queue: nil) { [self] note in
+                let cached = note.userInfo?[AsyncImageCacheKey] != nil
+                lock.withLock {
+                    loaded += 1
+                    if cached { cacheHits += 1 }
+                }
+            })
+        observers.append(
+            center.addObserver(forName: .asyncImageLoadDidFail, object: nil, queue: nil) { [self] note in
+                let error = note.userInfo?[AsyncImageErrorKey] as? AsyncImageError
+                let url = (note.userInfo?[AsyncImageURLKey] as? URL)?.absoluteString
+                lock.withLock {
+                    failed += 1
+                    if let url, let error, let id = requests.values.filter({ $0.url == url && $0.error == nil }).map(\.id).max() {
+                        requests[id]?.error = error.description
+                    }
+                }
+            })
+    }
+
+    var snapshot: (loaded: Int, failed: Int, cancelled: Int, cacheHits: Int, bytes: Int) {
+        lock.withLock { (loaded, failed, cancelled, cacheHits, bytes) }
+    }
+
+    var all: [Request] {
+        lock.withLock { requests.values.sorted { $0.id < $1.id } }
+    }
+}
+
+/// Prints progress while the demo runs: a redrawn bar on a terminal, plain
+/// lines once a second otherwise, nothing with `--json`.
+final class ProgressPrinter: @unchecked Sendable {
+    private let timer: DispatchSourceTimer
+    private let isTerminal = isatty(STDOUT_FILENO) != 0
+
+    init(recorder: Recorder, expected: @escaping @Sendable () -> (done: Int, total: Int), quiet: Bool) {
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "demo progress"))
+        let interval = isTerminal ? 0.1 : 1.0
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        let terminal = isTerminal
+        timer.setEventHandler {
+            guard !quiet else { return }
+            print(Self.line(recorder, expected(), terminal: terminal), terminator: terminal ? "" : "\n")
+            fflush(nil)
+        }
+        timer.resume()
+    }
+
+    func stop(recorder: Recorder, expected: (done: Int, total: Int), quiet: Bool) {
+        timer.cancel()
+        guard !quiet else { return }
+        print(Self.line(recorder, expected, terminal: isTerminal), terminator: "\n")
+    }
+
+    static func line(_ recorder: Recorder, _ progress: (done: Int, total: Int), terminal: Bool) -> String {
+        let s = recorder.snapshot
+        let elapsed = max(0.001, ProcessInfo.processInfo.systemUptime - recorder.start)
+        let fraction = progress.total == 0 ? 1 : Double(progress.done) / Double(progress.total)
+        let width = 24
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        let megabytes = Double(s.bytes) / 1_000_000
+        let text = String(
+            format: "[%@] %3.0f%%  loaded %d  failed %d  cancelled %d  cache hits %d  %.1f MB  %.1f MB/s",
+            bar, fraction * 100, s.loaded, s.failed, s.cancelled, s.cacheHits, megabytes, megabytes / elapsed)
+        return terminal ? "\r" + text : text
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// One step in the life of a request, for monitoring (progress displays,
+/// timelines, metrics). See ``AsyncImageLoader/eventMonitor``.
+public struct LoaderEvent: Sendable {
+    /// What happened.
+    public enum Kind: Sendable, Hashable {
+        /// The request was made and waits for a transfer slot (or joined a transfer already queued).
+        case queued
+        /// The request was answered from the memory cache; ``delivered(success:)`` follows.
+        case cacheHit
+        /// Its transfer started (or it joined one already running).
+        case loading
+        /// Its transfer finished with this many body bytes.
+        case transferred(bytes: Int)
+        /// Its body is being decoded.
+        case decoding
+        /// Its outcome was delivered (notification and action).
+        case delivered(success: Bool)
+        /// It was cancelled: explicitly, superseded on its target, or its target went away.
+        case cancelled
+    }
+
+    /// The request's number: increasing in the order `loadImage` was called, unique per loader.
+    public let requestID: UInt64
+    /// The requested URL.
+    public let url: URL
+    /// The identity of the request's target, if it had one.
+    public let target: ObjectIdentifier?
+    /// What happened.
+    public let kind: Kind
+    /// When, in seconds of `ProcessInfo.systemUptime`.
+    public let time: Double
+}
