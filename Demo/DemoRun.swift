@@ -61,6 +61,13 @@ struct DemoRun {
             if row < lastRow { Thread.sleep(forTimeInterval: 0.02) }
         }
         if row < 0 { screen.show(firstRow: 0, items: items) }
+        // Then back up by one screen, as a user does: those pictures come from the cache.
+        let backTo = max(0, lastRow - screen.rows)
+        while row > backTo {
+            Thread.sleep(forTimeInterval: 1 / settings.scrollSpeed)
+            row -= 1
+            screen.show(firstRow: row, items: items)
+        }
         let scrollStopped = ProcessInfo.processInfo.systemUptime - runStart
 
         // Let the visible cells finish.

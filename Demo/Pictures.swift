@@ -83,7 +83,10 @@ enum Pictures {
             second += 1
         }
         canvas.fill(x: x(scrollStopped), y: 12, width: 1, height: height - 12 - legendHeight, color: RGBA(r: 255, g: 255, b: 255, a: 120))
-        canvas.text("SCROLL STOPS", x: x(scrollStopped) + 3, y: 12, scale: 1, color: labelColor)
+        let stopLabel = "SCROLL STOPS"
+        let labelX = x(scrollStopped) + 3 + Canvas.textWidth(stopLabel, scale: 1) < left + plot
+            ? x(scrollStopped) + 3 : x(scrollStopped) - 3 - Canvas.textWidth(stopLabel, scale: 1)
+        canvas.text(stopLabel, x: labelX, y: 12, scale: 1, color: labelColor)
 
         // Transfers in flight (from start to decode), against the cap.
         let stripTop = 24
@@ -91,11 +94,12 @@ enum Pictures {
         let unit = max(1, stripHeight / max(1, cap + 1))
         for px in 0..<plot {
             let t = Double(px) / Double(plot) * end
-            let count = shown.filter { r in
+            // Requests for one URL share one transfer: count URLs.
+            let count = Set(shown.filter { r in
                 guard let start = r.loading else { return false }
                 let stop = r.decoding ?? r.finished ?? end
                 return start <= t && t < stop
-            }.count
+            }.map(\.url)).count
             canvas.fill(x: left + px, y: stripTop + stripHeight - count * unit, width: 1, height: count * unit, color: loadingColor)
         }
         canvas.fill(x: left, y: stripTop + stripHeight - cap * unit, width: plot, height: 1, color: failedColor)
