@@ -119,18 +119,6 @@ func runOne(_ arguments: [String]) throws {
     print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 })")
 }
 
-/// A lock-protected value.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-}
-
 func runLoaderBenchmark(_ arguments: [String]) throws {
     var count = 200
     var output = "bench-output"

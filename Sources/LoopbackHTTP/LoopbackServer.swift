@@ -314,16 +314,19 @@ public final class Gate: Sendable {
 }
 
 /// A value guarded by an `NSLock` (ThreadSanitizer understands it; it does
-/// not see `Synchronization.Mutex` on Linux).
-final class Locked<Value>: @unchecked Sendable {
+/// not see `Synchronization.Mutex` on Linux). Shared by the server, the tests
+/// and the benchmarks.
+public final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    init(_ value: Value) {
+    /// Creates a guarded value.
+    public init(_ value: Value) {
         self.value = value
     }
 
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    /// Runs `body` with the value while holding the lock.
+    public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

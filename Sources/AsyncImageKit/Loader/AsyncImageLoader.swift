@@ -3,11 +3,12 @@ import Foundation
 
 /// Loads images for targets: the heart of AsyncImageView, rebuilt for Linux.
 ///
-/// Requests wait in a LIFO queue; at most ``concurrentLoads`` are loaded at
-/// once, each downloaded with libcurl and decoded completely (downsampled
-/// when the request has a display size) on a background queue. Results are
-/// delivered on ``deliveryQueue``: first a `didFinish`/`didFail` notification
-/// on ``notificationCenter``, then the request's action.
+/// Requests wait in a LIFO queue; at most ``concurrentLoads`` transfers run
+/// at once (libcurl), and each body is decoded completely (downsampled when
+/// the request has a display size) on a background queue, one decode per
+/// core. Results are delivered on ``deliveryQueue``: first a
+/// `didFinish`/`didFail` notification on ``notificationCenter``, then the
+/// request's action. ``eventMonitor`` sees every step.
 ///
 /// ```swift
 /// let show = ImageAction("show") { target, image, url in (target as? Cell)?.image = image }

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import LoopbackHTTP
 import ImageFixtures
 import XCTest
 
@@ -92,17 +93,5 @@ final class LoaderStressTests: XCTestCase {
         XCTAssertGreaterThan(activity.cancelled, 0)
         XCTAssertEqual(issued, loads, "every request issued ends delivered or cancelled")
         XCTAssertEqual(violations.withLock { $0 }, [])
-    }
-}
-
-/// A lock-protected value for test bookkeeping.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }
