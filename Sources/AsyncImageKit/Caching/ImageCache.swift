@@ -164,11 +164,11 @@ public final class ImageCache: Sendable {
         }
     }
 
-    private let state: Locked<State>
+    private let state: SpinLocked<State>
 
     /// Creates a cache and registers it for memory-pressure purges.
     public init(totalCostLimit: Int = ImageCache.defaultTotalCostLimit, countLimit: Int = Int.max) {
-        state = Locked(State(totalCostLimit: totalCostLimit, countLimit: countLimit))
+        state = SpinLocked(State(totalCostLimit: totalCostLimit, countLimit: countLimit))
         MemoryPressureMonitor.shared.register(self)
     }
 
