@@ -45,6 +45,9 @@ public final class AsyncImageLoader: Sendable {
 
     private let state: Locked<LoaderState>
     private let decodeQueue = DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated, attributes: .concurrent)
+    /// Where finished transfers are handed over: its own thread, so a body
+    /// reaches a free decoder even while the decode pool's threads are busy.
+    private let transferQueue = DispatchQueue(label: "AsyncImageKit.transfers", qos: .userInitiated)
     private let timerQueue = DispatchQueue(label: "AsyncImageKit.loader-sweep")
     private let transport: TransportConfiguration
 
@@ -280,7 +283,7 @@ public final class AsyncImageLoader: Sendable {
         state.peakInFlight = max(state.peakInFlight, state.inFlight)
         var configuration = transport
         configuration.timeout = state.loadingTimeout
-        let loader = DataLoader(configuration: configuration, completionQueue: decodeQueue)
+        let loader = DataLoader(configuration: configuration, completionQueue: transferQueue)
         let task = loader.loadData(from: job.request.url) { [weak self] result in
             self?.transferFinished(job, result)
         }
