@@ -163,6 +163,11 @@ func runDecodeBenchmark(_ options: Options) throws {
     // JPEG, full size.
     let jpegMegapixels = 24.0
     let ours = measure(seconds: seconds) { _ = try! JPEGDecoder().decode(jpeg) }
+    let pool = PixelBufferPool.shared
+    let countLimit = pool.countLimit
+    pool.countLimit = 0
+    let oursFresh = measure(seconds: seconds) { _ = try! JPEGDecoder().decode(jpeg) }
+    pool.countLimit = countLimit
     let oursEighth = measure(seconds: seconds) {
         _ = try! JPEGDecoder().decode(jpeg, options: DecodingOptions(targetSize: PixelSize(width: 750, height: 500)))
     }
@@ -170,11 +175,15 @@ func runDecodeBenchmark(_ options: Options) throws {
         _ = try! JPEGDecoder().decode(jpeg, options: DecodingOptions(targetSize: PixelSize(width: 256, height: 256)))
     }
     print("JPEG 6000x4000 q90 (\(jpeg.count / 1024) KiB)")
-    row("  AsyncImageKit, full size, fresh RGBA buffer", jpegMegapixels / ours, String(format: "%.1f ms", ours * 1000))
+    row("  AsyncImageKit, full size, recycled RGBA buffer", jpegMegapixels / ours, String(format: "%.1f ms", ours * 1000))
+    row(
+        "  AsyncImageKit, full size, fresh buffer (no pool)", jpegMegapixels / oursFresh,
+        String(format: "%.1f ms", oursFresh * 1000))
     let tj = tjbench(jpegPath, scale: nil, seconds: seconds)
     if let tj {
         row("  tjbench (libjpeg-turbo), full size, RGBX", tj, "reuses one buffer")
         ratio("  ratio AsyncImageKit / tjbench", (jpegMegapixels / ours) / tj, goal: ">= 0.85")
+        ratio("  ratio AsyncImageKit (no pool) / tjbench", (jpegMegapixels / oursFresh) / tj, goal: ">= 0.85")
     } else {
         print("  tjbench not found: apt-get install libjpeg-turbo-progs")
     }
@@ -207,5 +216,24 @@ func runDecodeBenchmark(_ options: Options) throws {
     row("  AsyncImageKit, all frames composited to RGBA", gifMegapixels / oursGIF, String(format: "%.1f ms", oursGIF * 1000))
     row("  giflib DGifSlurp (indices only, no RGBA)", gifMegapixels / slurp, String(format: "%.1f ms", slurp * 1000))
     ratio("  ratio AsyncImageKit / DGifSlurp", slurp / oursGIF, goal: "informational (we do more work)")
+
+    runResizeBenchmark(seconds: seconds)
 }
 
+
+/// ImageResizer on the two shapes the loader benchmark's display workload
+/// produces: a full-size photo resized by the peer, and a 1/4-scale JPEG
+/// decode resized by AsyncImageKit.
+func runResizeBenchmark(seconds: Double) {
+    print("\nResizing with ImageResizer (area average, premultiplied), one thread")
+    for (source, target) in [
+        (PixelSize(width: 2400, height: 1600), PixelSize(width: 384, height: 256)),
+        (PixelSize(width: 600, height: 400), PixelSize(width: 384, height: 256)),
+    ] {
+        let image = SyntheticImage.photo(width: source.width, height: source.height, seed: 7)
+        let time = measure(seconds: seconds) { _ = try! ImageResizer.resize(image, to: target) }
+        row(
+            "  \(source.width)x\(source.height) -> \(target.width)x\(target.height)",
+            Double(source.pixelCount) / 1e6 / time, String(format: "%.2f ms, source Mpx/s", time * 1000))
+    }
+}

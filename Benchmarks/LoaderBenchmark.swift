@@ -48,6 +48,14 @@ func serveFolder(_ arguments: [String]) throws {
     while true { sleep(60) }
 }
 
+/// CPU seconds (user + system) this process has used.
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 /// Peak resident memory of this process, in MB.
 func peakRSSMegabytes() -> Double {
     var usage = rusage()
@@ -55,7 +63,7 @@ func peakRSSMegabytes() -> Double {
     return Double(usage.ru_maxrss) / 1024
 }
 
-/// Child process: one measured run. Prints `RESULT seconds megapixels peakMB`.
+/// Child process: one measured run. Prints `RESULT seconds megapixels peakMB failures cpuSeconds`.
 func runOne(_ arguments: [String]) throws {
     // run-one MODE CONCURRENCY WORKLOAD PORT LIST-FILE
     guard arguments.count == 5, let concurrency = Int(arguments[1]), let port = Int(arguments[3]) else { exit(2) }
@@ -66,8 +74,12 @@ func runOne(_ arguments: [String]) throws {
     let target = PixelSize(width: 256, height: 256)
     let pixels = Locked(0)
     let failures = Locked(0)
+    // The peer decodes with the same C libraries into a fresh buffer each
+    // time, as code written without this library would: no recycling.
+    if mode == "peer" || mode == "ours-nopool" { PixelBufferPool.shared.countLimit = 0 }
     let start = now()
-    if mode == "ours" {
+    let cpuStart = cpuSeconds()
+    if mode.hasPrefix("ours") {
         let loader = AsyncImageLoader(
             cache: nil, concurrentLoads: concurrency, deliveryQueue: DispatchQueue(label: "bench delivery"))
         let done = DispatchGroup()
@@ -116,16 +128,19 @@ func runOne(_ arguments: [String]) throws {
         finished.wait()
     }
     let seconds = now() - start
-    print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 })")
+    let cpu = cpuSeconds() - cpuStart
+    print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 }) \(cpu)")
 }
 
 func runLoaderBenchmark(_ arguments: [String]) throws {
     var count = 200
+    var repeats = 3
     var output = "bench-output"
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
         switch argument {
         case "--count": count = Int(iterator.next() ?? "") ?? count
+        case "--repeats": repeats = max(1, Int(iterator.next() ?? "") ?? repeats)
         case "--output": output = iterator.next() ?? output
         default:
             FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
@@ -154,25 +169,27 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
     let port = String(decoding: line, as: UTF8.self).split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines)
 
     // The decode ceiling: libjpeg-turbo's own rate on one of the set's
-    // photos, measured with one tjbench per core running at the same time.
+    // photos, measured with one tjbench per core running at the same time,
+    // before and after the rows (the machine's speed drifts).
     let sample = folder.appendingPathComponent(names[2 % names.count]).path
     let cores = ProcessInfo.processInfo.activeProcessorCount
-    let rates = Locked([Double]())
-    DispatchQueue.concurrentPerform(iterations: cores) { _ in
-        if let rate = tjbench(sample, scale: nil, seconds: 3) { rates.withLock { $0.append(rate) } }
+    func measureCeiling() -> Double? {
+        let rates = Locked([Double]())
+        DispatchQueue.concurrentPerform(iterations: cores) { _ in
+            if let rate = tjbench(sample, scale: nil, seconds: 3) { rates.withLock { $0.append(rate) } }
+        }
+        let measured = rates.withLock { $0 }
+        return measured.count == cores ? measured.reduce(0, +) : nil
     }
-    let measured = rates.withLock { $0 }
-    let tj = measured.count == cores ? measured.reduce(0, +) / Double(cores) : nil
-    let ceiling = measured.count == cores ? measured.reduce(0, +) : nil
+    let ceilingBefore = measureCeiling()
     print(
         "\(count) images, \(bytes / 1_000_000) MB, served by a separate process on 127.0.0.1:\(port).")
-    if let tj, let ceiling {
-        print(String(format: "Decode ceiling: %d tjbench processes at once, %.1f Mpx/s each = %.1f Mpx/s.", cores, tj, ceiling))
-    }
-    print("Each row: a fresh child process (peak RSS is its own); ours and the peer alternate.\n")
-    print("workload  loads  loader          images/s    Mpx/s  of ceiling  peak RSS   vs peer")
+    print("Each row: the median of \(repeats) runs, each in a fresh child process (peak RSS is its own);")
+    print("the loaders alternate run by run. \"no pool\": PixelBufferPool.shared.countLimit = 0.\n")
+    print("workload  loads  loader                   images/s    Mpx/s  of ceiling  peak RSS  CPU ms/image   vs peer")
 
-    func run(_ mode: String, _ concurrency: Int, _ workload: String) throws -> (seconds: Double, mpx: Double, rss: Double) {
+    typealias Run = (seconds: Double, mpx: Double, rss: Double, cpu: Double)
+    func run(_ mode: String, _ concurrency: Int, _ workload: String) throws -> Run {
         let child = Process()
         child.executableURL = executable
         child.arguments = ["run-one", mode, String(concurrency), workload, port, list.path]
@@ -186,23 +203,45 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
         }
         let fields = result.split(separator: " ").dropFirst().compactMap { Double($0) }
         if fields[3] > 0 { print("  (\(Int(fields[3])) failures in \(mode) run)") }
-        return (fields[0], fields[1], fields[2])
+        return (fields[0], fields[1], fields[2], fields[4])
     }
 
+    let loaders = [("peer", "URLSession+TG"), ("ours", "AsyncImageKit"), ("ours-nopool", "AsyncImageKit, no pool")]
+    var rows: [(workload: String, concurrency: Int, name: String, seconds: Double, mpx: Double, rss: Double, cpu: Double)] = []
     for workload in ["full", "display"] {
         for concurrency in [1, 2, 4] {
-            let peer = try run("peer", concurrency, workload)
-            let ours = try run("ours", concurrency, workload)
-            for (name, r) in [("URLSession+TG", peer), ("AsyncImageKit", ours)] {
-                let fraction = ceiling.map { String(format: "%9.0f%%", 100 * (r.mpx / r.seconds) / $0) } ?? "        -"
-                let speedup = name == "AsyncImageKit" ? String(format: "%8.2fx", peer.seconds / ours.seconds) : ""
-                print(
-                    workload.padding(toLength: 10, withPad: " ", startingAt: 0)
-                        + String(format: "%5d  ", concurrency) + name.padding(toLength: 14, withPad: " ", startingAt: 0)
-                        + String(format: "%10.1f %8.1f", Double(count) / r.seconds, r.mpx / r.seconds) + "  " + fraction
-                        + String(format: "  %6.0f MB", r.rss) + speedup)
+            var runs: [String: [Run]] = [:]
+            for _ in 0..<repeats {
+                for (mode, _) in loaders { runs[mode, default: []].append(try run(mode, concurrency, workload)) }
+            }
+            for (mode, name) in loaders {
+                let results = runs[mode]!
+                let seconds = results.map(\.seconds).sorted()[results.count / 2]
+                let rss = results.map(\.rss).sorted()[results.count / 2]
+                let cpu = results.map(\.cpu).sorted()[results.count / 2]
+                rows.append((workload, concurrency, name, seconds, results[0].mpx, rss, cpu))
             }
         }
+    }
+    let ceilingAfter = measureCeiling()
+    let ceilings = [ceilingBefore, ceilingAfter].compactMap { $0 }
+    let ceiling = ceilings.isEmpty ? nil : ceilings.reduce(0, +) / Double(ceilings.count)
+    for row in rows {
+        let peer = rows.first { $0.workload == row.workload && $0.concurrency == row.concurrency && $0.name == "URLSession+TG" }!
+        let fraction = ceiling.map { String(format: "%9.0f%%", 100 * (row.mpx / row.seconds) / $0) } ?? "        -"
+        let speedup = row.name == peer.name ? "" : String(format: "%8.2fx", peer.seconds / row.seconds)
+        print(
+            row.workload.padding(toLength: 10, withPad: " ", startingAt: 0)
+                + String(format: "%5d  ", row.concurrency) + row.name.padding(toLength: 23, withPad: " ", startingAt: 0)
+                + String(format: "%10.1f %8.1f", Double(count) / row.seconds, row.mpx / row.seconds) + "  " + fraction
+                + String(format: "  %6.0f MB", row.rss) + String(format: "  %12.1f", 1000 * row.cpu / Double(count)) + speedup)
+    }
+    if let ceilingBefore, let ceilingAfter {
+        print(String(
+            format: "\nDecode ceiling: %d tjbench processes at once: %.1f Mpx/s before the rows, %.1f after; \"of ceiling\" uses their mean, %.1f.",
+            cores, ceilingBefore, ceilingAfter, ceiling ?? 0))
+    } else {
+        print("\nDecode ceiling: tjbench not found (apt-get install libjpeg-turbo-progs)")
     }
 
     runCacheBenchmark()

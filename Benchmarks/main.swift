@@ -4,7 +4,8 @@ import Foundation
 ///
 ///     swift build -c release --product asyncimage-bench
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
-///     .build/release/asyncimage-bench loader [--count N] [--output DIR]
+///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--output DIR]
+///     .build/release/asyncimage-bench resize | cache
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
 /// `loader`: AsyncImageLoader against URLSession + TaskGroup over loopback
@@ -20,11 +21,13 @@ case "loader":
     try runLoaderBenchmark(Array(arguments.dropFirst()))
 case "cache":
     runCacheBenchmark()
+case "resize":
+    runResizeBenchmark(seconds: parseOptions(arguments.dropFirst()).seconds)
 case "serve":
     try serveFolder(Array(arguments.dropFirst()))
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--output DIR]")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--output DIR] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -45,7 +45,7 @@ static void aiv_jpeg_init_error(aiv_jpeg_error_mgr *err, char *message, size_t m
 
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
                     uint32_t min_width, uint32_t min_height,
-                    aiv_decode_result *result) {
+                    const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
     result->scale_denom = 1;
 
@@ -65,7 +65,7 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     aiv_jpeg_init_error(&err, result->message, sizeof(result->message));
     if (setjmp(err.jump)) {
         jpeg_destroy_decompress(&cinfo);
-        aiv_pixels_free(pixels, pixels_size);
+        if (pixels) allocator->release(pixels, pixels_size);
         result->pixels = NULL;
         result->stage = stage;
         return -1;
@@ -122,7 +122,7 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     size_t row_bytes = (size_t)cinfo.output_width * 4;
     stage = AIV_STAGE_MEMORY;
     pixels_size = row_bytes * cinfo.output_height;
-    pixels = aiv_pixels_alloc(pixels_size);
+    pixels = allocator->allocate(pixels_size);
     if (!pixels) {
         snprintf(result->message, sizeof(result->message), "out of memory for a %ux%u image",
                  (unsigned)cinfo.output_width, (unsigned)cinfo.output_height);

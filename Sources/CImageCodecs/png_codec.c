@@ -40,7 +40,7 @@ static void aiv_png_read(png_structp png, png_bytep out, size_t length) {
 }
 
 int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
-                   aiv_decode_result *result) {
+                   const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
     result->scale_denom = 1;
     result->layout = AIV_LAYOUT_RGBA;
@@ -78,7 +78,7 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct((png_structpp)&png, (png_infopp)&info, NULL);
         free(rows);
-        aiv_pixels_free(pixels, pixels_size);
+        if (pixels) allocator->release(pixels, pixels_size);
         result->pixels = NULL;
         result->stage = stage;
         return -1;
@@ -123,7 +123,7 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
 
     stage = AIV_STAGE_MEMORY;
     pixels_size = row_bytes * (size_t)height;
-    pixels = aiv_pixels_alloc(pixels_size);
+    pixels = allocator->allocate(pixels_size);
     rows = (png_bytep *)malloc(sizeof(png_bytep) * (height ? height : 1));
     if (!pixels || !rows) {
         snprintf(result->message, sizeof(result->message), "out of memory for a %ux%u image",

@@ -5,7 +5,8 @@ import Synchronization
     import Glibc
 #endif
 
-/// Empties every ``ImageCache`` when the system runs short of memory.
+/// Empties every ``ImageCache`` (and ``PixelBufferPool/shared``) when the
+/// system runs short of memory.
 ///
 /// Linux has no Dispatch memory-pressure source, so a dedicated thread
 /// watches what the kernel offers:
@@ -40,7 +41,7 @@ public final class MemoryPressureMonitor: Sendable {
     /// How many purges have happened (from pressure or ``purge()``).
     public var purgeCount: Int { purges.load(ordering: .relaxed) }
 
-    /// Empties every registered cache now, as memory pressure would.
+    /// Empties every registered cache and the pixel-buffer pool now, as memory pressure would.
     public func purge() {
         purges.add(1, ordering: .relaxed)
         let live = caches.withLock { list -> [ImageCache] in
@@ -48,6 +49,7 @@ public final class MemoryPressureMonitor: Sendable {
             return list.compactMap(\.cache)
         }
         for cache in live { cache.removeAll() }
+        PixelBufferPool.shared.removeAll()
     }
 
     func register(_ cache: ImageCache) {

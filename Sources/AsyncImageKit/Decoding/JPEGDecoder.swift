@@ -35,9 +35,11 @@ public struct JPEGDecoder: ImageDecoding {
 
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
-            aiv_jpeg_decode(
-                bytes, count, UInt64(max(0, options.maxPixels)),
-                UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), &result)
+            withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
+                aiv_jpeg_decode(
+                    bytes, count, UInt64(max(0, options.maxPixels)),
+                    UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, &result)
+            }
         }
         guard status == 0 else { throw failure(result.failureStage, result.messageText) }
 

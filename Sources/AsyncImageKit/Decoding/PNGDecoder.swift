@@ -17,7 +17,9 @@ public struct PNGDecoder: ImageDecoding {
     public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
-            aiv_png_decode(bytes, count, UInt64(max(0, options.maxPixels)), &result)
+            withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
+                aiv_png_decode(bytes, count, UInt64(max(0, options.maxPixels)), allocator, &result)
+            }
         }
         guard status == 0 else { throw failure(result.failureStage, result.messageText) }
         let pixels = result.takePixels()

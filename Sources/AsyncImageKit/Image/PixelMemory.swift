@@ -1,23 +1,51 @@
 import CImageCodecs
 import Foundation
 
-/// Allocation of pixel buffers. Large buffers are mapped with huge pages
-/// (see `aiv_pixels_alloc`), so a fresh 90 MB RGBA buffer does not pay ~22,000
-/// first-touch page faults; every buffer is handed to `Data` without a copy.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Allocation of pixel buffers, for the decoders (through
+/// ``codecAllocator``), the resizer and every other producer of pixels.
+///
+/// Buffers under ``largeSize`` come from `malloc`. Larger ones come from
+/// ``PixelBufferPool/shared``: mapped with huge pages, and recycled when the
+/// image that owns them is released, so a decode into a recycled buffer pays
+/// no kernel page zeroing. Every buffer is handed to `Data` without a copy.
 enum PixelMemory {
+    /// From this size on, buffers are mapped and recycled (2 MiB: one huge page).
+    static let largeSize = PixelBufferPool.hugePageSize
+
     /// Uninitialised memory for `count` bytes, or `nil` when it cannot be had.
     static func allocate(_ count: Int) -> UnsafeMutablePointer<UInt8>? {
-        aiv_pixels_alloc(count)
+        if count >= largeSize { return PixelBufferPool.shared.take(count) }
+        return malloc(max(1, count))?.assumingMemoryBound(to: UInt8.self)
     }
 
-    /// Wraps a buffer from ``allocate(_:)`` (or a decode) in `Data`, which frees it.
+    /// Gives back a buffer from ``allocate(_:)`` of `count` bytes.
+    static func release(_ pointer: UnsafeMutablePointer<UInt8>, count: Int) {
+        if count >= largeSize {
+            PixelBufferPool.shared.recycle(pointer)
+        } else {
+            free(pointer)
+        }
+    }
+
+    /// The allocator the C codecs decode into.
+    static let codecAllocator = aiv_pixel_allocator(
+        allocate: { count in PixelMemory.allocate(count) },
+        release: { pointer, count in
+            if let pointer { PixelMemory.release(pointer, count: count) }
+        })
+
+    /// Wraps a buffer from ``allocate(_:)`` (or a decode) in `Data`, which gives it back.
     static func data(taking pointer: UnsafeMutablePointer<UInt8>, count: Int) -> Data {
         Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, count in
-            aiv_pixels_free(pointer, count)
+            PixelMemory.release(pointer.assumingMemoryBound(to: UInt8.self), count: count)
         })
     }
 
-    /// Allocates `count` bytes, lets `body` fill them, and returns them as `Data`.
+    /// Allocates `count` bytes, lets `body` fill every one of them, and returns them as `Data`.
     static func make(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) throws(AsyncImageError) -> Void)
         throws(AsyncImageError) -> Data
     {
@@ -28,7 +56,7 @@ enum PixelMemory {
         do {
             try body(pointer)
         } catch {
-            aiv_pixels_free(pointer, count)
+            release(pointer, count: count)
             throw error
         }
         return data(taking: pointer, count: count)

@@ -23,7 +23,7 @@ public enum ImageResizer {
                 frame.pixels.withUnsafeBytes { raw in
                     resample(
                         raw.bindMemory(to: UInt8.self).baseAddress!, bytesPerRow: image.bytesPerRow,
-                        sourceHeight: image.height, into: out, horizontal: horizontal, vertical: vertical)
+                        into: out, horizontal: horizontal, vertical: vertical)
                 }
             }
             frames.append(ImageFrame(pixels: pixels, duration: frame.duration))
@@ -34,121 +34,164 @@ public enum ImageResizer {
             loopCount: image.loopCount, decodeInfo: image.decodeInfo)
     }
 
-    /// For each destination index along one axis, the source indices it covers and their weights (summing to 1).
+    /// For each destination index along one axis, the source pixels it covers
+    /// and their weights (summing to 1), padded to the same number of taps for
+    /// every index: the inner loops then run a fixed count (no mispredicted
+    /// branches on 2-or-3-pixel spans) and taps outside the coverage weigh 0.
     struct Weights {
+        /// Taps per destination index: the most source pixels any one covers.
+        let taps: Int
+        /// The first source index of each destination's taps; the window lies inside the source.
         var start: [Int]
-        var count: [Int]
-        var offset: [Int]
+        /// `taps` weights per destination index.
         var values: [Float]
+        /// How many source pixels there are along this axis.
+        let sourceCount: Int
 
         init(source: Int, destination: Int) {
-            start = []
-            count = []
-            offset = []
-            values = []
+            sourceCount = source
             let scale = Double(source) / Double(destination)
+            var spans: [(first: Int, weights: [Float])] = []
+            spans.reserveCapacity(destination)
             for d in 0..<destination {
-                offset.append(values.count)
                 if scale <= 1 {
                     // Growing: the source pixel this one falls in.
-                    start.append(min(source - 1, Int((Double(d) + 0.5) * scale)))
-                    count.append(1)
-                    values.append(1)
+                    spans.append((min(source - 1, Int((Double(d) + 0.5) * scale)), [1]))
                     continue
                 }
                 let lo = Double(d) * scale
                 let hi = min(Double(source), Double(d + 1) * scale)
                 let first = Int(lo.rounded(.down))
                 let last = min(source - 1, Int(hi.rounded(.up)) - 1)
-                start.append(first)
-                count.append(last - first + 1)
-                for s in first...last {
-                    let overlap = min(hi, Double(s + 1)) - max(lo, Double(s))
-                    values.append(Float(overlap / scale))
+                spans.append((first, (first...last).map { Float((min(hi, Double($0 + 1)) - max(lo, Double($0))) / scale) }))
+            }
+            let taps = spans.map(\.weights.count).max() ?? 1
+            self.taps = taps
+            start = []
+            start.reserveCapacity(destination)
+            values = [Float](repeating: 0, count: destination * taps)
+            for (d, span) in spans.enumerated() {
+                let windowStart = min(span.first, source - taps)
+                start.append(windowStart)
+                for (k, weight) in span.weights.enumerated() {
+                    values[d * taps + span.first - windowStart + k] = weight
                 }
             }
         }
     }
 
-    /// Two passes: rows horizontally into a premultiplied float buffer, then columns vertically.
+    /// One streaming pass: each source row is resampled horizontally once
+    /// (premultiplied, one `SIMD4<Float>` a pixel) into a ring of `taps` rows,
+    /// and every output row is the weighted sum of its window of that ring,
+    /// written as soon as its window is in. No buffer the height of the image
+    /// exists, so the work stays in cache at any size.
     static func resample(
-        _ source: UnsafePointer<UInt8>, bytesPerRow: Int, sourceHeight: Int,
+        _ source: UnsafePointer<UInt8>, bytesPerRow: Int,
         into out: UnsafeMutablePointer<UInt8>, horizontal: Weights, vertical: Weights
     ) {
         let width = horizontal.start.count
         let height = vertical.start.count
-        let rowFloats = width * 4
-        let temp = UnsafeMutablePointer<Float>.allocate(capacity: rowFloats * sourceHeight)
-        defer { temp.deallocate() }
-
-        // Unsafe buffers: no bounds checks in the inner loops.
+        let sourceWidth = horizontal.sourceCount
+        let ringSize = vertical.taps
+        let ring = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: width * ringSize)
+        var ringRows = [Int](repeating: -1, count: ringSize)
+        let accumulator = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: width)
+        let expanded = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: sourceWidth)
+        defer {
+            ring.deallocate()
+            accumulator.deallocate()
+            expanded.deallocate()
+        }
         horizontal.values.withUnsafeBufferPointer { hw in
             horizontal.start.withUnsafeBufferPointer { starts in
-                horizontal.count.withUnsafeBufferPointer { counts in
-                    horizontal.offset.withUnsafeBufferPointer { offsets in
-                        for y in 0..<sourceHeight {
-                            let row = source + y * bytesPerRow
-                            var o = temp + y * rowFloats
-                            for x in 0..<width {
-                                var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
-                                var p = row + starts[x] * 4
-                                var w = hw.baseAddress! + offsets[x]
-                                for _ in 0..<counts[x] {
-                                    let alpha = w.pointee * Float(p[3])
-                                    r += Float(p[0]) * alpha
-                                    g += Float(p[1]) * alpha
-                                    b += Float(p[2]) * alpha
-                                    a += alpha
-                                    p += 4
-                                    w += 1
-                                }
-                                o[0] = r
-                                o[1] = g
-                                o[2] = b
-                                o[3] = a
-                                o += 4
+                let taps = Taps(
+                    weights: hw.baseAddress!, starts: starts.baseAddress!, taps: horizontal.taps, width: width,
+                    expanded: expanded, sourceWidth: sourceWidth)
+                vertical.values.withUnsafeBufferPointer { vw in
+                    for y in 0..<height {
+                        let first = vertical.start[y]
+                        let weights = vw.baseAddress! + y * ringSize
+                        var started = false
+                        for k in 0..<ringSize {
+                            let w = weights[k]
+                            if w == 0 { continue }
+                            let s = first + k
+                            let slot = s % ringSize
+                            let resampled = ring + slot * width
+                            if ringRows[slot] != s {
+                                taps.resampleRow(source + s * bytesPerRow, into: resampled)
+                                ringRows[slot] = s
+                            }
+                            if started {
+                                for x in 0..<width { accumulator[x] += resampled[x] * w }
+                            } else {
+                                for x in 0..<width { accumulator[x] = resampled[x] * w }
+                                started = true
                             }
                         }
+                        writeRow(accumulator, width: width, into: out + y * width * 4)
                     }
-                }
-            }
-        }
-
-        let accumulator = UnsafeMutablePointer<Float>.allocate(capacity: rowFloats)
-        defer { accumulator.deallocate() }
-        vertical.values.withUnsafeBufferPointer { vw in
-            for y in 0..<height {
-                accumulator.initialize(repeating: 0, count: rowFloats)
-                let first = vertical.start[y]
-                let weights = vw.baseAddress! + vertical.offset[y]
-                for i in 0..<vertical.count[y] {
-                    let w = weights[i]
-                    let src = temp + (first + i) * rowFloats
-                    for j in 0..<rowFloats { accumulator[j] += src[j] * w }
-                }
-                let dst = out + y * width * 4
-                for x in 0..<width {
-                    let s = accumulator + x * 4
-                    let alpha = s[3]
-                    if alpha <= 0.5 / 255 {
-                        dst[x * 4] = 0
-                        dst[x * 4 + 1] = 0
-                        dst[x * 4 + 2] = 0
-                        dst[x * 4 + 3] = 0
-                        continue
-                    }
-                    let inverse = 1 / alpha
-                    dst[x * 4] = clampToByte(s[0] * inverse)
-                    dst[x * 4 + 1] = clampToByte(s[1] * inverse)
-                    dst[x * 4 + 2] = clampToByte(s[2] * inverse)
-                    dst[x * 4 + 3] = clampToByte(alpha)
                 }
             }
         }
     }
 
+    /// The horizontal weights as raw pointers, for the inner loop.
+    private struct Taps {
+        let weights: UnsafePointer<Float>
+        let starts: UnsafePointer<Int>
+        let taps: Int
+        let width: Int
+        /// One source row, premultiplied, as floats (alpha in lane 3).
+        let expanded: UnsafeMutablePointer<SIMD4<Float>>
+        let sourceWidth: Int
+
+        /// Resamples one RGBA row to `width` premultiplied pixels (alpha in lane 3).
+        @inline(__always)
+        func resampleRow(_ source: UnsafePointer<UInt8>, into out: UnsafeMutablePointer<SIMD4<Float>>) {
+            // Each source pixel is converted once, though it may fall under two output pixels.
+            var p = source
+            for x in 0..<sourceWidth {
+                let alpha = Float(p[3])
+                expanded[x] = SIMD4<Float>(Float(p[0]) * alpha, Float(p[1]) * alpha, Float(p[2]) * alpha, alpha)
+                p += 4
+            }
+            var w = weights
+            for x in 0..<width {
+                let e = expanded + starts[x]
+                var sum = SIMD4<Float>()
+                for k in 0..<taps { sum += e[k] * w[k] }
+                out[x] = sum
+                w += taps
+            }
+        }
+    }
+
+    /// Un-premultiplies an accumulated row into RGBA bytes.
     @inline(__always)
-    static func clampToByte(_ value: Float) -> UInt8 {
+    private static func writeRow(_ row: UnsafePointer<SIMD4<Float>>, width: Int, into dst: UnsafeMutablePointer<UInt8>) {
+        var d = dst
+        for x in 0..<width {
+            let s = row[x]
+            let alpha = s[3]
+            if alpha > 0.5 / 255 {
+                let inverse = 1 / alpha
+                d[0] = clampToByte(s[0] * inverse)
+                d[1] = clampToByte(s[1] * inverse)
+                d[2] = clampToByte(s[2] * inverse)
+                d[3] = clampToByte(alpha)
+            } else {
+                d[0] = 0
+                d[1] = 0
+                d[2] = 0
+                d[3] = 0
+            }
+            d += 4
+        }
+    }
+
+    @inline(__always)
+    private static func clampToByte(_ value: Float) -> UInt8 {
         UInt8(max(0, min(255, value + 0.5)))
     }
 }

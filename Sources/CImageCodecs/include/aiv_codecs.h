@@ -7,8 +7,9 @@
  * owns its setjmp. Everything else (sniffing, orientation, colour conversion,
  * resizing, GIF, error types) is Swift.
  *
- * Pixel buffers are allocated with aiv_pixels_alloc and freed with
- * aiv_pixels_free; encoded buffers with malloc and freed with free().
+ * Pixel buffers come from the caller's aiv_pixel_allocator (the Swift side,
+ * which maps large buffers with huge pages and recycles them); encoded
+ * buffers are malloc'd and freed with free().
  */
 #ifndef AIV_CODECS_H
 #define AIV_CODECS_H
@@ -39,7 +40,7 @@ typedef enum {
 
 typedef struct {
     /* Output */
-    uint8_t *pixels;            /* aiv_pixels_alloc'd; caller frees with aiv_pixels_free */
+    uint8_t *pixels;            /* from the allocator; the caller owns it */
     size_t pixels_size;         /* bytes allocated */
     uint32_t width;             /* decoded width (after DCT scaling) */
     uint32_t height;
@@ -53,17 +54,20 @@ typedef struct {
     char message[200];
 } aiv_decode_result;
 
-/* Allocate a pixel buffer. Large buffers are mapped with huge pages where the
- * kernel allows it, so first-touch page faults are paid once and cheaply. */
-uint8_t *aiv_pixels_alloc(size_t size);
-void aiv_pixels_free(void *pixels, size_t size);
+/* Where a decode gets its pixel buffer, and where it gives one back when the
+ * decode fails after allocating. allocate returns NULL when memory cannot be
+ * had; neither function may longjmp. */
+typedef struct {
+    uint8_t *(*allocate)(size_t size);
+    void (*release)(uint8_t *pixels, size_t size);
+} aiv_pixel_allocator;
 
 /* Decode a whole PNG into 8-bit RGBA (straight alpha). Every colour type and
  * bit depth, Adam7, palette with tRNS; 16-bit scaled to 8. No gamma or
  * colour-management transform: sample values are returned as stored.
  * Returns 0 on success, -1 on failure (see result->stage and message). */
 int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
-                   aiv_decode_result *result);
+                   const aiv_pixel_allocator *allocator, aiv_decode_result *result);
 
 /* Decode a whole JPEG. min_width/min_height (0 = full size): choose the
  * smallest DCT scale (1/2, 1/4, 1/8) whose output is still at least that big.
@@ -71,7 +75,7 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
  * `djpeg -strict`. Output layout is RGBA, or CMYK for CMYK/YCCK files. */
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
                     uint32_t min_width, uint32_t min_height,
-                    aiv_decode_result *result);
+                    const aiv_pixel_allocator *allocator, aiv_decode_result *result);
 
 typedef struct {
     uint8_t *data;              /* malloc'd; caller frees with free() */

@@ -63,3 +63,66 @@ final class ImageResizerTests: XCTestCase {
         XCTAssertEqual(image.pixel(x: 120, y: 90), RGBA(r: 255, g: 255, b: 255))
     }
 }
+
+/// The resizer against a plain reference: an exact box filter in double
+/// precision, alpha-weighted, computed pixel by pixel.
+final class ImageResizerReferenceTests: XCTestCase {
+    private func reference(_ image: Image, to size: PixelSize) -> [UInt8] {
+        let sx = Double(image.width) / Double(size.width)
+        let sy = Double(image.height) / Double(size.height)
+        let pixels = [UInt8](image.frames[0].pixels)
+        var out = [UInt8](repeating: 0, count: size.pixelCount * 4)
+        // Per axis: (source index, weight) pairs covering one destination index.
+        func span(_ d: Int, _ scale: Double, _ source: Int) -> [(Int, Double)] {
+            if scale <= 1 { return [(min(source - 1, Int((Double(d) + 0.5) * scale)), 1)] }
+            let lo = Double(d) * scale
+            let hi = min(Double(source), Double(d + 1) * scale)
+            return (Int(lo)...min(source - 1, Int(hi.rounded(.up)) - 1)).map {
+                ($0, (min(hi, Double($0 + 1)) - max(lo, Double($0))) / scale)
+            }
+        }
+        for y in 0..<size.height {
+            for x in 0..<size.width {
+                var sum = [0.0, 0.0, 0.0, 0.0]
+                for (sy0, wy) in span(y, sy, image.height) {
+                    for (sx0, wx) in span(x, sx, image.width) {
+                        let p = sy0 * image.bytesPerRow + sx0 * 4
+                        let a = Double(pixels[p + 3]) * wx * wy
+                        for c in 0..<3 { sum[c] += Double(pixels[p + c]) * a }
+                        sum[3] += a
+                    }
+                }
+                let o = (y * size.width + x) * 4
+                guard sum[3] > 0.5 / 255 else { continue }
+                for c in 0..<3 { out[o + c] = UInt8(max(0, min(255, sum[c] / sum[3] + 0.5))) }
+                out[o + 3] = UInt8(max(0, min(255, sum[3] + 0.5)))
+            }
+        }
+        return out
+    }
+
+    func testMatchesTheReferenceAtManyRatios() throws {
+        var random = SplitMix64(seed: 42)
+        let source = SyntheticImage.make(width: 97, height: 61) { p in
+            for i in 0..<(97 * 61) {
+                let v = random.next()
+                p[i * 4] = UInt8(truncatingIfNeeded: v)
+                p[i * 4 + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                p[i * 4 + 2] = UInt8(truncatingIfNeeded: v >> 16)
+                // Mostly opaque, some translucent, some fully transparent pixels.
+                let a = UInt8(truncatingIfNeeded: v >> 24)
+                p[i * 4 + 3] = a < 40 ? 0 : (a < 120 ? a : 255)
+            }
+        }
+        for size in [
+            PixelSize(width: 64, height: 40), PixelSize(width: 31, height: 17), PixelSize(width: 5, height: 3),
+            PixelSize(width: 1, height: 1), PixelSize(width: 97, height: 20), PixelSize(width: 150, height: 90),
+        ] {
+            let ours = [UInt8](try ImageResizer.resize(source, to: size).frames[0].pixels)
+            let expected = reference(source, to: size)
+            XCTAssertEqual(ours.count, expected.count)
+            let worst = zip(ours, expected).map { abs(Int($0) - Int($1)) }.max() ?? 0
+            XCTAssertLessThanOrEqual(worst, 1, "\(size): off by \(worst) from the reference")
+        }
+    }
+}

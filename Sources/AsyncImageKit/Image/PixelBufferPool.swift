@@ -1,0 +1,304 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Recycles the large pixel buffers of released images for the next decodes.
+///
+/// The kernel hands a process only zeroed pages: a fresh 20 MB buffer costs
+/// about 5,000 page clears before the decoder writes a byte, a tenth of a
+/// full-size JPEG decode on this platform. So buffers of 2 MiB and more are
+/// mapped directly (2 MiB-aligned, `MADV_HUGEPAGE`), and when the image that
+/// owns one is released (delivered and dropped, or evicted from an
+/// ``ImageCache``) the buffer waits here for the next decode instead of going
+/// back to the kernel.
+///
+/// What it may keep is bounded three ways: at most ``countLimit`` buffers and
+/// ``byteLimit`` resident bytes, each for at most ``idleLifetime`` seconds
+/// unused. A reused buffer bigger than the new image gives the pages it no
+/// longer needs back to the kernel (`MADV_DONTNEED`), so recycling never holds
+/// more resident memory than the images being decoded. A memory-pressure purge
+/// (``MemoryPressureMonitor``) empties the pool along with the caches.
+///
+/// Buffers are mapped in size classes (powers of two from 2 MiB), so one
+/// buffer can serve images of many sizes; the unused tail of a class is
+/// address space only, never resident memory.
+public final class PixelBufferPool: Sendable {
+    /// The pool every decode, resize and orientation transform allocates from.
+    public static let shared = PixelBufferPool()
+
+    /// Buffers this big or bigger are pooled: one huge page.
+    static let hugePageSize = 2 << 20
+
+    /// What the pool has done so far.
+    public struct Statistics: Sendable, Hashable {
+        /// Buffers mapped fresh from the kernel.
+        public var mapped = 0
+        /// Buffers handed out again from the pool.
+        public var reused = 0
+        /// Buffers given back to the kernel (over a limit, idle, purged, or too small to reuse).
+        public var unmapped = 0
+        /// Buffers waiting in the pool now.
+        public var pooledCount = 0
+        /// Resident bytes of the buffers waiting in the pool now.
+        public var pooledBytes = 0
+        /// Buffers handed out and not yet released.
+        public var outstanding = 0
+    }
+
+    private struct Buffer {
+        let address: UnsafeMutablePointer<UInt8>
+        /// Bytes mapped (a size class).
+        let capacity: Int
+        /// Bytes that may be resident (written since mapped, and not discarded).
+        var resident: Int
+        /// When it entered the pool (`DispatchTime` nanoseconds).
+        var since: UInt64 = 0
+    }
+
+    private struct State {
+        var countLimit: Int
+        var byteLimit: Int
+        var idleLifetime: Double
+        /// Waiting for reuse, oldest first.
+        var pooled: [Buffer] = []
+        var pooledBytes = 0
+        /// Handed out, by address.
+        var outstanding: [UInt: Buffer] = [:]
+        var statistics = Statistics()
+        var trimScheduled = false
+    }
+
+    private let state: Locked<State>
+    private let trimQueue = DispatchQueue(label: "AsyncImageKit.pixel-pool-trim", qos: .utility)
+
+    /// Creates a pool (the library uses ``shared``; other pools are for tests).
+    ///
+    /// - Parameters:
+    ///   - countLimit: the most buffers kept; default one per core.
+    ///   - byteLimit: the most resident bytes kept; default 256 MiB.
+    ///   - idleLifetime: seconds a buffer may wait unused before it is unmapped; default 2.
+    init(
+        countLimit: Int = ProcessInfo.processInfo.activeProcessorCount, byteLimit: Int = 256 << 20,
+        idleLifetime: Double = 2
+    ) {
+        state = Locked(State(countLimit: max(0, countLimit), byteLimit: max(0, byteLimit), idleLifetime: idleLifetime))
+    }
+
+    /// The most buffers kept for reuse (default: one per core, as the loader
+    /// runs one decode per core). 0 turns recycling off.
+    public var countLimit: Int {
+        get { state.withLock { $0.countLimit } }
+        set { enforceLimits { $0.countLimit = max(0, newValue) } }
+    }
+
+    /// The most resident bytes kept for reuse (default 256 MiB). A buffer that
+    /// would go over it is unmapped when released.
+    public var byteLimit: Int {
+        get { state.withLock { $0.byteLimit } }
+        set { enforceLimits { $0.byteLimit = max(0, newValue) } }
+    }
+
+    /// Seconds a buffer may wait unused before it goes back to the kernel (default 2).
+    public var idleLifetime: Double {
+        get { state.withLock { $0.idleLifetime } }
+        set { state.withLock { $0.idleLifetime = max(0, newValue) } }
+    }
+
+    /// A snapshot of what the pool has done and holds.
+    public var statistics: Statistics {
+        state.withLock { state in
+            var statistics = state.statistics
+            statistics.pooledCount = state.pooled.count
+            statistics.pooledBytes = state.pooledBytes
+            statistics.outstanding = state.outstanding.count
+            return statistics
+        }
+    }
+
+    /// Gives every waiting buffer back to the kernel now (memory pressure does this too).
+    public func removeAll() {
+        let dropped = state.withLock { state -> [Buffer] in
+            defer {
+                state.pooled = []
+                state.pooledBytes = 0
+            }
+            state.statistics.unmapped += state.pooled.count
+            return state.pooled
+        }
+        dropped.forEach(Self.unmap)
+    }
+
+    // MARK: Taking and giving back
+
+    /// A buffer of at least `count` bytes (contents undefined), or `nil` when
+    /// memory cannot be had. Give it back with ``recycle(_:)``.
+    func take(_ count: Int) -> UnsafeMutablePointer<UInt8>? {
+        let touched = Self.roundUpToHugePage(count)
+        guard touched >= count else { return nil }  // overflow
+        // The smallest waiting buffer that is big enough; failing that, the
+        // biggest one that is not is unmapped, so that its pages do not stay
+        // resident beside the fresh buffer.
+        let (found, victim) = state.withLock { state -> (Buffer?, Buffer?) in
+            var best: Int?
+            var largest: Int?
+            for (index, buffer) in state.pooled.enumerated() {
+                if buffer.capacity >= touched {
+                    if best.map({ buffer.capacity < state.pooled[$0].capacity }) ?? true { best = index }
+                } else if largest.map({ buffer.capacity > state.pooled[$0].capacity }) ?? true {
+                    largest = index
+                }
+            }
+            guard let index = best ?? largest else { return (nil, nil) }
+            let buffer = state.pooled.remove(at: index)
+            state.pooledBytes -= buffer.resident
+            guard best != nil else {
+                state.statistics.unmapped += 1
+                return (nil, buffer)
+            }
+            state.statistics.reused += 1
+            var taken = buffer
+            taken.resident = touched
+            state.outstanding[UInt(bitPattern: buffer.address)] = taken
+            return (buffer, nil)
+        }
+        if let victim { Self.unmap(victim) }
+        if let found {
+            // Pages past what this image needs go back to the kernel now.
+            if found.resident > touched {
+                madvise(found.address + touched, found.resident - touched, MADV_DONTNEED)
+            }
+            return found.address
+        }
+        guard var buffer = Self.map(Self.sizeClass(touched)) ?? Self.map(touched) else { return nil }
+        buffer.resident = touched
+        state.withLock { state in
+            state.statistics.mapped += 1
+            state.outstanding[UInt(bitPattern: buffer.address)] = buffer
+        }
+        return buffer.address
+    }
+
+    /// Takes back a buffer from ``take(_:)``: kept for reuse within the
+    /// limits, otherwise unmapped.
+    func recycle(_ address: UnsafeMutablePointer<UInt8>) {
+        let (dropped, scheduleTrim) = state.withLock { state -> ([Buffer], Double?) in
+            guard var buffer = state.outstanding.removeValue(forKey: UInt(bitPattern: address)) else {
+                preconditionFailure("PixelBufferPool: a buffer it did not hand out")
+            }
+            guard state.countLimit > 0, buffer.resident <= state.byteLimit else {
+                state.statistics.unmapped += 1
+                return ([buffer], nil)
+            }
+            buffer.since = DispatchTime.now().uptimeNanoseconds
+            state.pooled.append(buffer)
+            state.pooledBytes += buffer.resident
+            let dropped = Self.evictOverLimits(&state)
+            var trim: Double?
+            if !state.trimScheduled, !state.pooled.isEmpty {
+                state.trimScheduled = true
+                trim = state.idleLifetime
+            }
+            return (dropped, trim)
+        }
+        dropped.forEach(Self.unmap)
+        if let scheduleTrim { self.scheduleTrim(after: scheduleTrim) }
+    }
+
+    // MARK: Limits
+
+    private func enforceLimits(_ change: (inout State) -> Void) {
+        let dropped = state.withLock { state -> [Buffer] in
+            change(&state)
+            return Self.evictOverLimits(&state)
+        }
+        dropped.forEach(Self.unmap)
+    }
+
+    /// Removes the oldest waiting buffers until the pool is within its limits.
+    private static func evictOverLimits(_ state: inout State) -> [Buffer] {
+        var dropped: [Buffer] = []
+        while !state.pooled.isEmpty, state.pooled.count > state.countLimit || state.pooledBytes > state.byteLimit {
+            let buffer = state.pooled.removeFirst()
+            state.pooledBytes -= buffer.resident
+            dropped.append(buffer)
+        }
+        state.statistics.unmapped += dropped.count
+        return dropped
+    }
+
+    /// Unmaps buffers that have waited at least `idleLifetime` by `now`
+    /// (`DispatchTime` nanoseconds); returns how many.
+    @discardableResult
+    func trim(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int {
+        let dropped = state.withLock { state -> [Buffer] in
+            let lifetime = UInt64(max(0, state.idleLifetime) * 1e9)
+            var dropped: [Buffer] = []
+            state.pooled.removeAll { buffer in
+                guard now >= buffer.since &+ lifetime else { return false }
+                dropped.append(buffer)
+                return true
+            }
+            state.pooledBytes -= dropped.reduce(0) { $0 + $1.resident }
+            state.statistics.unmapped += dropped.count
+            return dropped
+        }
+        dropped.forEach(Self.unmap)
+        return dropped.count
+    }
+
+    /// Trims once the oldest buffer may have gone idle, and again while any wait.
+    private func scheduleTrim(after seconds: Double) {
+        trimQueue.asyncAfter(deadline: .now() + max(0.01, seconds)) { [weak self] in
+            guard let self else { return }
+            self.trim()
+            let next = self.state.withLock { state -> Double? in
+                guard let oldest = state.pooled.first else {
+                    state.trimScheduled = false
+                    return nil
+                }
+                let age = Double(DispatchTime.now().uptimeNanoseconds &- oldest.since) / 1e9
+                return max(0, state.idleLifetime - age)
+            }
+            if let next { self.scheduleTrim(after: next) }
+        }
+    }
+
+    // MARK: Mapping
+
+    /// `count` rounded up to whole huge pages (-1 on overflow).
+    static func roundUpToHugePage(_ count: Int) -> Int {
+        guard count <= Int.max - hugePageSize else { return -1 }
+        return max(1, (count + hugePageSize - 1) / hugePageSize) * hugePageSize
+    }
+
+    /// The size class mapped for `bytes`: the next power of two, so that one
+    /// buffer serves later images of other sizes (the excess is address space
+    /// only). Sizes past 1 GiB are mapped as they are.
+    static func sizeClass(_ bytes: Int) -> Int {
+        guard bytes > hugePageSize, bytes <= 1 << 30 else { return bytes }
+        return 1 << (Int.bitWidth - (bytes - 1).leadingZeroBitCount)
+    }
+
+    /// Maps `capacity` bytes aligned to a huge page, marked for huge pages.
+    private static func map(_ capacity: Int) -> Buffer? {
+        let length = capacity + hugePageSize
+        guard let raw = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            raw != UnsafeMutableRawPointer(bitPattern: -1)
+        else { return nil }
+        // Trim the mapping to a huge-page-aligned start.
+        let start = (UInt(bitPattern: raw) + UInt(hugePageSize) - 1) & ~(UInt(hugePageSize) - 1)
+        let head = Int(start - UInt(bitPattern: raw))
+        let tail = length - head - capacity
+        if head > 0 { munmap(raw, head) }
+        if tail > 0 { munmap(raw + head + capacity, tail) }
+        let address = UnsafeMutablePointer<UInt8>(bitPattern: start)!
+        madvise(address, capacity, MADV_HUGEPAGE)
+        return Buffer(address: address, capacity: capacity, resident: 0)
+    }
+
+    private static func unmap(_ buffer: Buffer) {
+        munmap(buffer.address, buffer.capacity)
+    }
+}
