@@ -88,19 +88,28 @@ public final class ImageCache: Sendable {
             totalCost += cost
         }
 
-        mutating func remove(_ slot: Int32) {
+        /// Removes an entry and returns its image box, for the caller to
+        /// release after the lock: the last release of an image gives its
+        /// pixel buffer back to the pool, which is no work for a spin lock.
+        @discardableResult
+        mutating func remove(_ slot: Int32) -> Box? {
             unlink(slot)
             index.remove(slot, for: entries[Int(slot)].key, in: entries)
             totalCost -= entries[Int(slot)].cost
+            let box = entries[Int(slot)].box
             entries[Int(slot)].box = nil
             entries[Int(slot)].cost = 0
             free.append(slot)
+            return box
         }
 
-        mutating func trim() {
+        /// Evicts least recently used entries past the limits; returns their boxes (see ``remove(_:)``).
+        mutating func trim() -> [Box] {
+            var evicted: [Box] = []
             while totalCost > totalCostLimit || index.count > countLimit, oldest >= 0 {
-                remove(oldest)
+                if let box = remove(oldest) { evicted.append(box) }
             }
+            return evicted
         }
     }
 
@@ -175,13 +184,19 @@ public final class ImageCache: Sendable {
     /// The most pixel bytes kept. Lowering it evicts at once.
     public var totalCostLimit: Int {
         get { state.withLock { $0.totalCostLimit } }
-        set { state.withLock { $0.totalCostLimit = max(0, newValue); $0.trim() } }
+        set {
+            let evicted = state.withLock { $0.totalCostLimit = max(0, newValue); return $0.trim() }
+            withExtendedLifetime(evicted) {}
+        }
     }
 
     /// The most images kept. Lowering it evicts at once.
     public var countLimit: Int {
         get { state.withLock { $0.countLimit } }
-        set { state.withLock { $0.countLimit = max(0, newValue); $0.trim() } }
+        set {
+            let evicted = state.withLock { $0.countLimit = max(0, newValue); return $0.trim() }
+            withExtendedLifetime(evicted) {}
+        }
     }
 
     /// The pixel bytes held now.
@@ -206,21 +221,23 @@ public final class ImageCache: Sendable {
     /// Stores `image` for `key` as the most recently used, evicting as needed.
     public func setImage(_ image: Image, for key: ImageCacheKey) {
         let cost = image.cost
-        state.withLock { state in
+        let released = state.withLock { state -> (Box?, [Box]) in
             let old = state.index.find(key, in: state.entries)
-            if old >= 0 { state.remove(old) }
-            guard cost <= state.totalCostLimit else { return }
+            let replaced = old >= 0 ? state.remove(old) : nil
+            guard cost <= state.totalCostLimit else { return (replaced, []) }
             state.insert(key, image, cost: cost)
-            state.trim()
+            return (replaced, state.trim())
         }
+        withExtendedLifetime(released) {}
     }
 
     /// Removes the image for `key`.
     public func removeImage(for key: ImageCacheKey) {
-        state.withLock { state in
+        let removed = state.withLock { state -> Box? in
             let slot = state.index.find(key, in: state.entries)
-            if slot >= 0 { state.remove(slot) }
+            return slot >= 0 ? state.remove(slot) : nil
         }
+        withExtendedLifetime(removed) {}
     }
 
     /// Reads or writes (nil removes) the image for `key`.
@@ -233,9 +250,12 @@ public final class ImageCache: Sendable {
 
     /// Empties the cache.
     public func removeAll() {
-        state.withLock { state in
-            state = State(totalCostLimit: state.totalCostLimit, countLimit: state.countLimit)
+        // The old entries are released after the lock (see `State.remove`).
+        let old = state.withLock { state -> State in
+            defer { state = State(totalCostLimit: state.totalCostLimit, countLimit: state.countLimit) }
+            return state
         }
+        withExtendedLifetime(old) {}
     }
 
     /// The keys from most to least recently used (for tests and diagnostics).

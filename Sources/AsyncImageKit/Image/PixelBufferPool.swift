@@ -16,10 +16,11 @@ import Foundation
 ///
 /// What it may keep is bounded three ways: at most ``countLimit`` buffers and
 /// ``byteLimit`` resident bytes, each for at most ``idleLifetime`` seconds
-/// unused. A reused buffer bigger than the new image gives the pages it no
-/// longer needs back to the kernel (`MADV_DONTNEED`), so recycling never holds
-/// more resident memory than the images being decoded. A memory-pressure purge
-/// (``MemoryPressureMonitor``) empties the pool along with the caches.
+/// unused. Those waiting buffers are the pool's whole cost in memory: a reused
+/// buffer bigger than the new image gives the pages it no longer needs back
+/// to the kernel (`MADV_DONTNEED`), so a buffer in use is never more resident
+/// than its image. A memory-pressure purge (``MemoryPressureMonitor``)
+/// empties the pool along with the caches.
 ///
 /// Buffers are mapped in size classes (powers of two from 2 MiB), so one
 /// buffer can serve images of many sizes; the unused tail of a class is
@@ -41,7 +42,7 @@ public final class PixelBufferPool: Sendable {
         public var unmapped = 0
         /// Buffers waiting in the pool now.
         public var pooledCount = 0
-        /// Resident bytes of the buffers waiting in the pool now.
+        /// Resident bytes of the buffers waiting in the pool now (at most: counted in whole huge pages).
         public var pooledBytes = 0
         /// Buffers handed out and not yet released.
         public var outstanding = 0
@@ -68,6 +69,8 @@ public final class PixelBufferPool: Sendable {
         var outstanding: [UInt: Buffer] = [:]
         var statistics = Statistics()
         var trimScheduled = false
+        /// Bumped when ``idleLifetime`` is lowered: a timer chain of an older generation stops.
+        var trimGeneration = 0
     }
 
     private let state: Locked<State>
@@ -83,7 +86,20 @@ public final class PixelBufferPool: Sendable {
         countLimit: Int = ProcessInfo.processInfo.activeProcessorCount, byteLimit: Int = 256 << 20,
         idleLifetime: Double = 2
     ) {
-        state = Locked(State(countLimit: max(0, countLimit), byteLimit: max(0, byteLimit), idleLifetime: idleLifetime))
+        state = Locked(
+            State(
+                countLimit: max(0, countLimit), byteLimit: max(0, byteLimit),
+                idleLifetime: Self.clampedLifetime(idleLifetime)))
+    }
+
+    deinit {
+        state.withLock { $0.pooled }.forEach(Self.unmap)
+    }
+
+    /// A lifetime the timer can count in nanoseconds: 0 up to about 30 years.
+    private static func clampedLifetime(_ seconds: Double) -> Double {
+        guard !seconds.isNaN else { return 0 }
+        return min(max(0, seconds), 1e9)
     }
 
     /// The most buffers kept for reuse (default: one per core, as the loader
@@ -100,10 +116,22 @@ public final class PixelBufferPool: Sendable {
         set { enforceLimits { $0.byteLimit = max(0, newValue) } }
     }
 
-    /// Seconds a buffer may wait unused before it goes back to the kernel (default 2).
+    /// Seconds a buffer may wait unused before it goes back to the kernel
+    /// (default 2; clamped to 0 up to 1e9, so `.infinity` means "about never").
     public var idleLifetime: Double {
         get { state.withLock { $0.idleLifetime } }
-        set { state.withLock { $0.idleLifetime = max(0, newValue) } }
+        set {
+            let lifetime = Self.clampedLifetime(newValue)
+            // A lower lifetime restarts the timer, so no buffer waits for the old one.
+            let restart = state.withLock { state -> Int? in
+                defer { state.idleLifetime = lifetime }
+                guard lifetime < state.idleLifetime, !state.pooled.isEmpty else { return nil }
+                state.trimGeneration += 1
+                state.trimScheduled = true
+                return state.trimGeneration
+            }
+            if let restart { scheduleTrim(after: lifetime, generation: restart) }
+        }
     }
 
     /// A snapshot of what the pool has done and holds.
@@ -136,7 +164,7 @@ public final class PixelBufferPool: Sendable {
     /// memory cannot be had. Give it back with ``recycle(_:)``.
     func take(_ count: Int) -> UnsafeMutablePointer<UInt8>? {
         let touched = Self.roundUpToHugePage(count)
-        guard touched >= count else { return nil }  // overflow
+        guard count >= 0, touched >= count else { return nil }  // overflow
         // The smallest waiting buffer that is big enough; failing that, the
         // biggest one that is not is unmapped, so that its pages do not stay
         // resident beside the fresh buffer.
@@ -183,7 +211,7 @@ public final class PixelBufferPool: Sendable {
     /// Takes back a buffer from ``take(_:)``: kept for reuse within the
     /// limits, otherwise unmapped.
     func recycle(_ address: UnsafeMutablePointer<UInt8>) {
-        let (dropped, scheduleTrim) = state.withLock { state -> ([Buffer], Double?) in
+        let (dropped, scheduleTrim) = state.withLock { state -> ([Buffer], (Double, Int)?) in
             guard var buffer = state.outstanding.removeValue(forKey: UInt(bitPattern: address)) else {
                 preconditionFailure("PixelBufferPool: a buffer it did not hand out")
             }
@@ -195,15 +223,15 @@ public final class PixelBufferPool: Sendable {
             state.pooled.append(buffer)
             state.pooledBytes += buffer.resident
             let dropped = Self.evictOverLimits(&state)
-            var trim: Double?
+            var trim: (Double, Int)?
             if !state.trimScheduled, !state.pooled.isEmpty {
                 state.trimScheduled = true
-                trim = state.idleLifetime
+                trim = (state.idleLifetime, state.trimGeneration)
             }
             return (dropped, trim)
         }
         dropped.forEach(Self.unmap)
-        if let scheduleTrim { self.scheduleTrim(after: scheduleTrim) }
+        if let (delay, generation) = scheduleTrim { self.scheduleTrim(after: delay, generation: generation) }
     }
 
     // MARK: Limits
@@ -233,10 +261,10 @@ public final class PixelBufferPool: Sendable {
     @discardableResult
     func trim(now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int {
         let dropped = state.withLock { state -> [Buffer] in
-            let lifetime = UInt64(max(0, state.idleLifetime) * 1e9)
+            let lifetime = UInt64(state.idleLifetime * 1e9)
             var dropped: [Buffer] = []
             state.pooled.removeAll { buffer in
-                guard now >= buffer.since &+ lifetime else { return false }
+                guard now >= buffer.since, now - buffer.since >= lifetime else { return false }
                 dropped.append(buffer)
                 return true
             }
@@ -249,11 +277,13 @@ public final class PixelBufferPool: Sendable {
     }
 
     /// Trims once the oldest buffer may have gone idle, and again while any wait.
-    private func scheduleTrim(after seconds: Double) {
+    private func scheduleTrim(after seconds: Double, generation: Int) {
         trimQueue.asyncAfter(deadline: .now() + max(0.01, seconds)) { [weak self] in
             guard let self else { return }
+            guard self.state.withLock({ $0.trimGeneration == generation }) else { return }
             self.trim()
             let next = self.state.withLock { state -> Double? in
+                guard state.trimGeneration == generation else { return nil }
                 guard let oldest = state.pooled.first else {
                     state.trimScheduled = false
                     return nil
@@ -261,7 +291,7 @@ public final class PixelBufferPool: Sendable {
                 let age = Double(DispatchTime.now().uptimeNanoseconds &- oldest.since) / 1e9
                 return max(0, state.idleLifetime - age)
             }
-            if let next { self.scheduleTrim(after: next) }
+            if let next { self.scheduleTrim(after: next, generation: generation) }
         }
     }
 
@@ -283,6 +313,7 @@ public final class PixelBufferPool: Sendable {
 
     /// Maps `capacity` bytes aligned to a huge page, marked for huge pages.
     private static func map(_ capacity: Int) -> Buffer? {
+        guard capacity > 0, capacity <= Int.max - hugePageSize else { return nil }
         let length = capacity + hugePageSize
         guard let raw = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
             raw != UnsafeMutableRawPointer(bitPattern: -1)

@@ -18,6 +18,7 @@ enum PixelMemory {
 
     /// Uninitialised memory for `count` bytes, or `nil` when it cannot be had.
     static func allocate(_ count: Int) -> UnsafeMutablePointer<UInt8>? {
+        guard count >= 0 else { return nil }  // a size_t past Int.max
         if count >= largeSize { return PixelBufferPool.shared.take(count) }
         return malloc(max(1, count))?.assumingMemoryBound(to: UInt8.self)
     }
@@ -39,9 +40,14 @@ enum PixelMemory {
         })
 
     /// Wraps a buffer from ``allocate(_:)`` (or a decode) in `Data`, which gives it back.
+    ///
+    /// Where the buffer goes back is decided now, from the size it was
+    /// allocated with: `Data` reports its *current* length to the
+    /// deallocator, which is smaller if the caller has shortened it in place.
     static func data(taking pointer: UnsafeMutablePointer<UInt8>, count: Int) -> Data {
-        Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, count in
-            PixelMemory.release(pointer.assumingMemoryBound(to: UInt8.self), count: count)
+        let allocated = count
+        return Data(bytesNoCopy: pointer, count: count, deallocator: .custom { pointer, _ in
+            PixelMemory.release(pointer.assumingMemoryBound(to: UInt8.self), count: allocated)
         })
     }
 

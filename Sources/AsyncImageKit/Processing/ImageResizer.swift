@@ -83,8 +83,9 @@ public enum ImageResizer {
     /// One streaming pass: each source row is resampled horizontally once
     /// (premultiplied, one `SIMD4<Float>` a pixel) into a ring of `taps` rows,
     /// and every output row is the weighted sum of its window of that ring,
-    /// written as soon as its window is in. No buffer the height of the image
-    /// exists, so the work stays in cache at any size.
+    /// written as soon as its window is in. The ring holds output width x
+    /// vertical taps (about the vertical scale factor + 1) rows of floats, not
+    /// the whole height: at the usual display sizes it stays in cache.
     static func resample(
         _ source: UnsafePointer<UInt8>, bytesPerRow: Int,
         into out: UnsafeMutablePointer<UInt8>, horizontal: Weights, vertical: Weights

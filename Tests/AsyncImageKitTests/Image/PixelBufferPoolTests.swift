@@ -21,8 +21,9 @@ final class PixelBufferPoolTests: XCTestCase {
 
         let second = try XCTUnwrap(pool.take(3 * mebibyte))
         XCTAssertEqual(second, first, "the pooled buffer is handed out again")
-        // Size class 8 MiB: it also serves a bigger image than the first one.
         pool.recycle(second)
+        XCTAssertEqual(pool.statistics.pooledBytes, 4 * mebibyte, "the excess past 4 MiB went back to the kernel")
+        // Size class 8 MiB: it also serves a bigger image than the first one.
         let third = try XCTUnwrap(pool.take(7 * mebibyte))
         XCTAssertEqual(third, first)
         touch(third, 7 * mebibyte)
@@ -63,7 +64,8 @@ final class PixelBufferPoolTests: XCTestCase {
         pool.recycle(b)  // over the count limit: the oldest (a) goes
         XCTAssertEqual(pool.statistics.pooledCount, 1)
         XCTAssertEqual(pool.statistics.unmapped, 1)
-        XCTAssertEqual(pool.take(3 * mebibyte), b)
+        let again = try XCTUnwrap(pool.take(3 * mebibyte))
+        XCTAssertEqual(again, b)
 
         let huge = try XCTUnwrap(pool.take(10 * mebibyte))
         pool.recycle(huge)  // 10 MiB resident is over the 8 MiB byte limit
@@ -71,7 +73,7 @@ final class PixelBufferPoolTests: XCTestCase {
         XCTAssertEqual(pool.statistics.unmapped, 2)
 
         pool.countLimit = 0  // recycling off
-        pool.recycle(b)
+        pool.recycle(again)
         XCTAssertEqual(pool.statistics.pooledCount, 0)
         XCTAssertEqual(pool.statistics.unmapped, 3)
         XCTAssertEqual(pool.statistics.outstanding, 0)
@@ -114,6 +116,45 @@ final class PixelBufferPoolTests: XCTestCase {
         XCTAssertEqual(pool.statistics.unmapped, 1)
     }
 
+    /// Lowering the lifetime restarts the trim timer: a buffer does not wait out the old one.
+    func testLoweringTheLifetimeTrimsSooner() throws {
+        let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 3600)
+        pool.recycle(try XCTUnwrap(pool.take(3 * mebibyte)))
+        pool.idleLifetime = 0.05
+        let emptied = expectation(description: "pool trimmed")
+        DispatchQueue.global().async {
+            let deadline = Date().addingTimeInterval(10)
+            while pool.statistics.pooledCount > 0, Date() < deadline { usleep(5_000) }
+            emptied.fulfill()
+        }
+        wait(for: [emptied], timeout: 15)
+        XCTAssertEqual(pool.statistics.pooledCount, 0)
+    }
+
+    /// An infinite lifetime is "about never", not a crash in the timer.
+    func testInfiniteLifetimeIsClamped() throws {
+        let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: .infinity)
+        XCTAssertEqual(pool.idleLifetime, 1e9)
+        pool.recycle(try XCTUnwrap(pool.take(3 * mebibyte)))
+        XCTAssertEqual(pool.trim(now: DispatchTime.now().uptimeNanoseconds + 1_000_000_000), 0)
+        pool.idleLifetime = .nan
+        XCTAssertEqual(pool.idleLifetime, 0)
+        XCTAssertEqual(pool.trim(), 1)
+    }
+
+    /// A large pixel buffer shortened in place by its owner still goes back
+    /// to the pool (not to `free`, which would abort on mapped memory).
+    func testShortenedPixelDataGoesBackByItsAllocatedSize() throws {
+        let pool = PixelBufferPool.shared
+        let before = pool.statistics.outstanding
+        var data = try PixelMemory.make(3 * mebibyte) { $0.initialize(repeating: 1, count: 3 * mebibyte) }
+        XCTAssertEqual(pool.statistics.outstanding, before + 1)
+        data.removeLast(2 * mebibyte)  // unique owner: shortened in place
+        XCTAssertEqual(data.count, mebibyte)
+        data = Data()
+        XCTAssertEqual(pool.statistics.outstanding, before)
+    }
+
     func testSizeClasses() {
         XCTAssertEqual(PixelBufferPool.roundUpToHugePage(1), 2 * mebibyte)
         XCTAssertEqual(PixelBufferPool.roundUpToHugePage(2 * mebibyte + 1), 4 * mebibyte)
@@ -124,6 +165,20 @@ final class PixelBufferPoolTests: XCTestCase {
     }
 
     // MARK: Through the decoders (the shared pool)
+
+    private var savedLifetime: Double = 2
+
+    override func setUp() {
+        super.setUp()
+        // The shared pool's timer must not trim between a test's steps.
+        savedLifetime = PixelBufferPool.shared.idleLifetime
+        PixelBufferPool.shared.idleLifetime = 600
+    }
+
+    override func tearDown() {
+        PixelBufferPool.shared.idleLifetime = savedLifetime
+        super.tearDown()
+    }
 
     /// A decode into a recycled buffer is exact: nothing of the previous
     /// image shows through, for JPEG and PNG alike.

@@ -117,6 +117,7 @@ final class ImageResizerReferenceTests: XCTestCase {
         for size in [
             PixelSize(width: 64, height: 40), PixelSize(width: 31, height: 17), PixelSize(width: 5, height: 3),
             PixelSize(width: 1, height: 1), PixelSize(width: 97, height: 20), PixelSize(width: 150, height: 90),
+            PixelSize(width: 150, height: 20), PixelSize(width: 40, height: 90),  // one axis grows, the other shrinks
         ] {
             let ours = [UInt8](try ImageResizer.resize(source, to: size).frames[0].pixels)
             let expected = reference(source, to: size)
@@ -124,5 +125,40 @@ final class ImageResizerReferenceTests: XCTestCase {
             let worst = zip(ours, expected).map { abs(Int($0) - Int($1)) }.max() ?? 0
             XCTAssertLessThanOrEqual(worst, 1, "\(size): off by \(worst) from the reference")
         }
+    }
+
+    /// One-pixel-wide and -tall sources, and rows with padding past width x 4.
+    func testThinSourcesAndPaddedRows() throws {
+        var random = SplitMix64(seed: 7)
+        for (width, height) in [(1, 61), (61, 1)] {
+            let source = SyntheticImage.make(width: width, height: height) { p in
+                for i in 0..<(width * height * 4) { p[i] = i % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: random.next()) }
+            }
+            for size in [PixelSize(width: 1, height: 1), PixelSize(width: max(1, width / 4), height: max(1, height / 4)),
+                         PixelSize(width: width * 3, height: height * 2)] {
+                let ours = [UInt8](try ImageResizer.resize(source, to: size).frames[0].pixels)
+                let worst = zip(ours, reference(source, to: size)).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                XCTAssertLessThanOrEqual(worst, 1, "\(width)x\(height) -> \(size)")
+            }
+        }
+        // 10x6 with 4 padding bytes a row (filled with 0xEE, which must not leak in).
+        let bytesPerRow = 44
+        var padded = Data(repeating: 0xEE, count: bytesPerRow * 6)
+        var tight = Data(count: 40 * 6)
+        for y in 0..<6 {
+            for x in 0..<10 {
+                let value: [UInt8] = [UInt8(x * 25), UInt8(y * 40), 90, 255]
+                for c in 0..<4 {
+                    padded[y * bytesPerRow + x * 4 + c] = value[c]
+                    tight[y * 40 + x * 4 + c] = value[c]
+                }
+            }
+        }
+        let paddedImage = Image(width: 10, height: 6, bytesPerRow: bytesPerRow, frames: [ImageFrame(pixels: padded, duration: 0)])
+        let tightImage = Image(width: 10, height: 6, bytesPerRow: 40, frames: [ImageFrame(pixels: tight, duration: 0)])
+        let size = PixelSize(width: 4, height: 3)
+        XCTAssertEqual(
+            [UInt8](try ImageResizer.resize(paddedImage, to: size).frames[0].pixels),
+            [UInt8](try ImageResizer.resize(tightImage, to: size).frames[0].pixels))
     }
 }
