@@ -11,6 +11,17 @@ final class PixelBufferPoolTests: XCTestCase {
         pointer.initialize(repeating: value, count: count)
     }
 
+    /// Waits (at most 10 s) for the pool's own timer to empty it.
+    private func waitUntilEmpty(_ pool: PixelBufferPool) {
+        let emptied = expectation(description: "pool trimmed")
+        DispatchQueue.global().async {
+            let deadline = Date().addingTimeInterval(10)
+            while pool.statistics.pooledCount > 0, Date() < deadline { usleep(5_000) }
+            emptied.fulfill()
+        }
+        wait(for: [emptied], timeout: 15)
+    }
+
     func testReleasedBufferServesTheNextImageOfAnySmallerSize() throws {
         let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 60)
         let first = try XCTUnwrap(pool.take(5 * mebibyte))
@@ -105,13 +116,7 @@ final class PixelBufferPoolTests: XCTestCase {
         let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 0.05)
         let buffer = try XCTUnwrap(pool.take(3 * mebibyte))
         pool.recycle(buffer)
-        let emptied = expectation(description: "pool trimmed")
-        DispatchQueue.global().async {
-            let deadline = Date().addingTimeInterval(10)
-            while pool.statistics.pooledCount > 0, Date() < deadline { usleep(5_000) }
-            emptied.fulfill()
-        }
-        wait(for: [emptied], timeout: 15)
+        waitUntilEmpty(pool)
         XCTAssertEqual(pool.statistics.pooledCount, 0)
         XCTAssertEqual(pool.statistics.unmapped, 1)
     }
@@ -121,13 +126,7 @@ final class PixelBufferPoolTests: XCTestCase {
         let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 3600)
         pool.recycle(try XCTUnwrap(pool.take(3 * mebibyte)))
         pool.idleLifetime = 0.05
-        let emptied = expectation(description: "pool trimmed")
-        DispatchQueue.global().async {
-            let deadline = Date().addingTimeInterval(10)
-            while pool.statistics.pooledCount > 0, Date() < deadline { usleep(5_000) }
-            emptied.fulfill()
-        }
-        wait(for: [emptied], timeout: 15)
+        waitUntilEmpty(pool)
         XCTAssertEqual(pool.statistics.pooledCount, 0)
     }
 
