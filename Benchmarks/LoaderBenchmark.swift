@@ -129,6 +129,10 @@ func runOne(_ arguments: [String]) throws {
     }
     let seconds = now() - start
     let cpu = cpuSeconds() - cpuStart
+    // BENCH_POOL_STATS=1 in the environment: what the pool did, on stderr.
+    if ProcessInfo.processInfo.environment["BENCH_POOL_STATS"] != nil {
+        FileHandle.standardError.write(Data("pool: \(PixelBufferPool.shared.statistics)\n".utf8))
+    }
     print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 }) \(cpu)")
 }
 
@@ -136,12 +140,20 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
     var count = 200
     var repeats = 3
     var output = "bench-output"
+    var loadCounts = [1, 2, 4]
+    var workloads = ["full", "display"]
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
         switch argument {
         case "--count": count = Int(iterator.next() ?? "") ?? count
         case "--repeats": repeats = max(1, Int(iterator.next() ?? "") ?? repeats)
         case "--output": output = iterator.next() ?? output
+        case "--loads":
+            loadCounts = (iterator.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+            if loadCounts.isEmpty { loadCounts = [1, 2, 4] }
+        case "--workloads":
+            workloads = (iterator.next() ?? "").split(separator: ",").map(String.init).filter { ["full", "display"].contains($0) }
+            if workloads.isEmpty { workloads = ["full", "display"] }
         default:
             FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
             exit(2)
@@ -169,23 +181,25 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
     let port = String(decoding: line, as: UTF8.self).split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines)
 
     // The decode ceiling: libjpeg-turbo's own rate on one of the set's
-    // photos, measured with one tjbench per core running at the same time,
-    // before and after the rows (the machine's speed drifts).
+    // photos, measured with one tjbench per core running at the same time.
+    // The machine's speed drifts (by 15% within minutes here), so it is
+    // measured again before each round of runs, and each row is divided by
+    // the median of the ceilings measured next to its own runs.
     let sample = folder.appendingPathComponent(names[2 % names.count]).path
     let cores = ProcessInfo.processInfo.activeProcessorCount
     func measureCeiling() -> Double? {
         let rates = Locked([Double]())
         DispatchQueue.concurrentPerform(iterations: cores) { _ in
-            if let rate = tjbench(sample, scale: nil, seconds: 3) { rates.withLock { $0.append(rate) } }
+            if let rate = tjbench(sample, scale: nil, seconds: 2) { rates.withLock { $0.append(rate) } }
         }
         let measured = rates.withLock { $0 }
         return measured.count == cores ? measured.reduce(0, +) : nil
     }
-    let ceilingBefore = measureCeiling()
     print(
         "\(count) images, \(bytes / 1_000_000) MB, served by a separate process on 127.0.0.1:\(port).")
     print("Each row: the median of \(repeats) runs, each in a fresh child process (peak RSS is its own);")
-    print("the loaders alternate run by run. \"no pool\": PixelBufferPool.shared.countLimit = 0.\n")
+    print("the loaders alternate run by run, after a ceiling measurement (\(cores) tjbench at once) each round.")
+    print("\"no pool\": PixelBufferPool.shared.countLimit = 0.\n")
     print("workload  loads  loader                   images/s    Mpx/s  of ceiling  peak RSS  CPU ms/image   vs peer")
 
     typealias Run = (seconds: Double, mpx: Double, rss: Double, cpu: Double)
@@ -205,67 +219,85 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
         if fields[3] > 0 { print("  (\(Int(fields[3])) failures in \(mode) run)") }
         return (fields[0], fields[1], fields[2], fields[4])
     }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     let loaders = [("peer", "URLSession+TG"), ("ours", "AsyncImageKit"), ("ours-nopool", "AsyncImageKit, no pool")]
-    var rows: [(workload: String, concurrency: Int, name: String, seconds: Double, mpx: Double, rss: Double, cpu: Double)] = []
-    for workload in ["full", "display"] {
-        for concurrency in [1, 2, 4] {
+    var allCeilings: [Double] = []
+    for workload in workloads {
+        for concurrency in loadCounts {
             var runs: [String: [Run]] = [:]
+            var ceilings: [Double] = []
             for _ in 0..<repeats {
+                if let ceiling = measureCeiling() { ceilings.append(ceiling) }
                 for (mode, _) in loaders { runs[mode, default: []].append(try run(mode, concurrency, workload)) }
             }
+            allCeilings += ceilings
+            let ceiling = ceilings.isEmpty ? nil : median(ceilings)
+            let peerSeconds = median(runs["peer"]!.map(\.seconds))
             for (mode, name) in loaders {
                 let results = runs[mode]!
-                let seconds = results.map(\.seconds).sorted()[results.count / 2]
-                let rss = results.map(\.rss).sorted()[results.count / 2]
-                let cpu = results.map(\.cpu).sorted()[results.count / 2]
-                rows.append((workload, concurrency, name, seconds, results[0].mpx, rss, cpu))
+                let seconds = median(results.map(\.seconds))
+                let mpx = results[0].mpx
+                let fraction = ceiling.map { String(format: "%9.0f%%", 100 * (mpx / seconds) / $0) } ?? "        -"
+                let speedup = mode == "peer" ? "" : String(format: "%8.2fx", peerSeconds / seconds)
+                print(
+                    workload.padding(toLength: 10, withPad: " ", startingAt: 0)
+                        + String(format: "%5d  ", concurrency) + name.padding(toLength: 23, withPad: " ", startingAt: 0)
+                        + String(format: "%10.1f %8.1f", Double(count) / seconds, mpx / seconds) + "  " + fraction
+                        + String(format: "  %6.0f MB", median(results.map(\.rss)))
+                        + String(format: "  %12.1f", 1000 * median(results.map(\.cpu)) / Double(count)) + speedup)
             }
+            fflush(nil)
         }
     }
-    let ceilingAfter = measureCeiling()
-    let ceilings = [ceilingBefore, ceilingAfter].compactMap { $0 }
-    let ceiling = ceilings.isEmpty ? nil : ceilings.reduce(0, +) / Double(ceilings.count)
-    for row in rows {
-        let peer = rows.first { $0.workload == row.workload && $0.concurrency == row.concurrency && $0.name == "URLSession+TG" }!
-        let fraction = ceiling.map { String(format: "%9.0f%%", 100 * (row.mpx / row.seconds) / $0) } ?? "        -"
-        let speedup = row.name == peer.name ? "" : String(format: "%8.2fx", peer.seconds / row.seconds)
-        print(
-            row.workload.padding(toLength: 10, withPad: " ", startingAt: 0)
-                + String(format: "%5d  ", row.concurrency) + row.name.padding(toLength: 23, withPad: " ", startingAt: 0)
-                + String(format: "%10.1f %8.1f", Double(count) / row.seconds, row.mpx / row.seconds) + "  " + fraction
-                + String(format: "  %6.0f MB", row.rss) + String(format: "  %12.1f", 1000 * row.cpu / Double(count)) + speedup)
-    }
-    if let ceilingBefore, let ceilingAfter {
-        print(String(
-            format: "\nDecode ceiling: %d tjbench processes at once: %.1f Mpx/s before the rows, %.1f after; \"of ceiling\" uses their mean, %.1f.",
-            cores, ceilingBefore, ceilingAfter, ceiling ?? 0))
-    } else {
+    if allCeilings.isEmpty {
         print("\nDecode ceiling: tjbench not found (apt-get install libjpeg-turbo-progs)")
+    } else {
+        print(String(
+            format: "\nDecode ceiling (%d tjbench at once, one per round): %.1f to %.1f Mpx/s over the run; each row uses the median of its own rounds.",
+            cores, allCeilings.min()!, allCeilings.max()!))
     }
 
     runCacheBenchmark()
 }
 
-/// Memory-cache hits on one thread: lookups of keys made in advance.
+/// Memory-cache hits on one thread: lookups of keys made in advance, against
+/// Foundation's `NSCache` (what Kingfisher builds on, and what a Linux Swift
+/// developer would reach for) measured in the same run, rounds alternating.
 func runCacheBenchmark() {
     let cache = ImageCache()
     let image = SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 1, g: 2, b: 3))
     let keys = (0..<1000).map { ImageCacheKey(url: URL(string: "http://127.0.0.1/image-\($0).jpg")!) }
     for key in keys { cache[key] = image }
+    final class Entry { let image: Image; init(_ image: Image) { self.image = image } }
+    let peer = NSCache<NSString, Entry>()
+    let peerKeys = keys.map { $0.url as NSString }
+    for key in peerKeys { peer.setObject(Entry(image), forKey: key) }
     let lookups = 4_000_000
     var rates: [Double] = []
+    var peerRates: [Double] = []
     for _ in 0..<5 {
         var hits = 0
-        let start = now()
+        var start = now()
         keys.withUnsafeBufferPointer { keys in
             for i in 0..<lookups where cache.image(for: keys[i % 1000]) != nil { hits += 1 }
         }
         precondition(hits == lookups)
         rates.append(Double(hits) / (now() - start) / 1e6)
+        hits = 0
+        start = now()
+        peerKeys.withUnsafeBufferPointer { keys in
+            for i in 0..<lookups / 4 where peer.object(forKey: keys[i % 1000])?.image != nil { hits += 1 }
+        }
+        precondition(hits == lookups / 4)
+        peerRates.append(Double(hits) / (now() - start) / 1e6)
     }
     rates.sort()
+    peerRates.sort()
     print(String(
         format: "\nMemory cache, one thread, 1,000 keys made in advance, 5 rounds of 4M hits: median %.1f, best %.1f million hits/s (goal > 10)",
         rates[2], rates[4]))
+    print(String(
+        format: "NSCache<NSString, _> (peer), same keys, 5 rounds of 1M hits: median %.1f, best %.1f million hits/s; ImageCache %.1fx",
+        peerRates[2], peerRates[4], rates[2] / peerRates[2]))
 }

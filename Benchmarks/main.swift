@@ -4,7 +4,7 @@ import Foundation
 ///
 ///     swift build -c release --product asyncimage-bench
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
-///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--output DIR]
+///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench resize | cache
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
@@ -28,6 +28,6 @@ case "serve":
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--output DIR] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -58,6 +58,38 @@ public final class ImageCache: Sendable {
         }
 
         mutating func unlink(_ slot: Int32) {
+            var (newest, oldest) = (self.newest, self.oldest)
+            entries.withUnsafeMutableBufferPointer { Self.unlink(slot, in: $0, newest: &newest, oldest: &oldest) }
+            (self.newest, self.oldest) = (newest, oldest)
+        }
+
+        mutating func pushNewest(_ slot: Int32) {
+            var (newest, oldest) = (self.newest, self.oldest)
+            entries.withUnsafeMutableBufferPointer { Self.pushNewest(slot, in: $0, newest: &newest, oldest: &oldest) }
+            (self.newest, self.oldest) = (newest, oldest)
+        }
+
+        /// The hit path: finds `key` and makes it the most recently used, all
+        /// on one buffer pointer (no per-write uniqueness or bounds checks).
+        mutating func hit(_ key: ImageCacheKey) -> Image? {
+            var (newest, oldest) = (self.newest, self.oldest)
+            let index = self.index
+            let image = entries.withUnsafeMutableBufferPointer { entries -> Image? in
+                let slot = index.find(key, in: UnsafeBufferPointer(entries))
+                guard slot >= 0 else { return nil }
+                if newest != slot {
+                    Self.unlink(slot, in: entries, newest: &newest, oldest: &oldest)
+                    Self.pushNewest(slot, in: entries, newest: &newest, oldest: &oldest)
+                }
+                return entries[Int(slot)].box?.image
+            }
+            (self.newest, self.oldest) = (newest, oldest)
+            return image
+        }
+
+        private static func unlink(
+            _ slot: Int32, in entries: UnsafeMutableBufferPointer<Entry>, newest: inout Int32, oldest: inout Int32
+        ) {
             let (newer, older) = (entries[Int(slot)].newer, entries[Int(slot)].older)
             if newer >= 0 { entries[Int(newer)].older = older } else { newest = older }
             if older >= 0 { entries[Int(older)].newer = newer } else { oldest = newer }
@@ -65,7 +97,9 @@ public final class ImageCache: Sendable {
             entries[Int(slot)].older = -1
         }
 
-        mutating func pushNewest(_ slot: Int32) {
+        private static func pushNewest(
+            _ slot: Int32, in entries: UnsafeMutableBufferPointer<Entry>, newest: inout Int32, oldest: inout Int32
+        ) {
             entries[Int(slot)].older = newest
             entries[Int(slot)].newer = -1
             if newest >= 0 { entries[Int(newest)].newer = slot }
@@ -123,16 +157,18 @@ public final class ImageCache: Sendable {
         private(set) var count = 0
 
         func find(_ key: ImageCacheKey, in entries: [Entry]) -> Int32 {
+            entries.withUnsafeBufferPointer { find(key, in: $0) }
+        }
+
+        func find(_ key: ImageCacheKey, in entries: UnsafeBufferPointer<Entry>) -> Int32 {
             table.withUnsafeBufferPointer { table in
-                entries.withUnsafeBufferPointer { entries in
-                    let mask = table.count - 1
-                    var i = key.precomputedHash & mask
-                    while true {
-                        let slot = table[i]
-                        if slot == Self.empty { return -1 }
-                        if slot >= 0 && entries[Int(slot)].key == key { return slot }
-                        i = (i + 1) & mask
-                    }
+                let mask = table.count - 1
+                var i = key.precomputedHash & mask
+                while true {
+                    let slot = table[i]
+                    if slot == Self.empty { return -1 }
+                    if slot >= 0 && entries[Int(slot)].key == key { return slot }
+                    i = (i + 1) & mask
                 }
             }
         }
@@ -207,15 +243,7 @@ public final class ImageCache: Sendable {
 
     /// The image for `key` (marking it most recently used), or nil.
     public func image(for key: ImageCacheKey) -> Image? {
-        state.withLock { state in
-            let slot = state.index.find(key, in: state.entries)
-            guard slot >= 0 else { return nil }
-            if state.newest != slot {
-                state.unlink(slot)
-                state.pushNewest(slot)
-            }
-            return state.entries[Int(slot)].box?.image
-        }
+        state.withLock { $0.hit(key) }
     }
 
     /// Stores `image` for `key` as the most recently used, evicting as needed.

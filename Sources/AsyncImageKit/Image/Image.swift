@@ -14,24 +14,55 @@ public struct Image: Sendable {
     /// The pixel layout of every image: 8-bit R, G, B, A, straight alpha.
     public static let bytesPerPixel = 4
 
+    /// Every field behind one reference: copying an image (a cache hit hands
+    /// out a copy) is a single retain, not a copy of eleven fields.
+    private final class Storage: Sendable {
+        let width: Int
+        let height: Int
+        let bytesPerRow: Int
+        let frames: [ImageFrame]
+        let format: ImageFormat?
+        let originalSize: PixelSize
+        let orientation: ImageOrientation
+        let loopCount: Int?
+        let decodeInfo: DecodeInfo
+
+        init(
+            width: Int, height: Int, bytesPerRow: Int, frames: [ImageFrame], format: ImageFormat?,
+            originalSize: PixelSize, orientation: ImageOrientation, loopCount: Int?, decodeInfo: DecodeInfo
+        ) {
+            self.width = width
+            self.height = height
+            self.bytesPerRow = bytesPerRow
+            self.frames = frames
+            self.format = format
+            self.originalSize = originalSize
+            self.orientation = orientation
+            self.loopCount = loopCount
+            self.decodeInfo = decodeInfo
+        }
+    }
+
+    private let storage: Storage
+
     /// Upright width in pixels.
-    public let width: Int
+    public var width: Int { storage.width }
     /// Upright height in pixels.
-    public let height: Int
+    public var height: Int { storage.height }
     /// Bytes from the start of one row to the start of the next (at least `width * 4`).
-    public let bytesPerRow: Int
+    public var bytesPerRow: Int { storage.bytesPerRow }
     /// Every frame, in display order; `frames[0]` is the still image.
-    public let frames: [ImageFrame]
+    public var frames: [ImageFrame] { storage.frames }
     /// The format the image was decoded from (`nil` for an image made in memory).
-    public let format: ImageFormat?
+    public var format: ImageFormat? { storage.format }
     /// The upright pixel size of the source before any downsampling.
-    public let originalSize: PixelSize
+    public var originalSize: PixelSize { storage.originalSize }
     /// The EXIF orientation that was applied to reach upright pixels.
-    public let orientation: ImageOrientation
+    public var orientation: ImageOrientation { storage.orientation }
     /// How many times an animation repeats (`0` = forever), `nil` when the file does not say.
-    public let loopCount: Int?
+    public var loopCount: Int? { storage.loopCount }
     /// How the decoder produced the pixels (DCT scale, size before resizing).
-    public let decodeInfo: DecodeInfo
+    public var decodeInfo: DecodeInfo { storage.decodeInfo }
 
     /// Creates an image from frames that already hold RGBA pixels.
     ///
@@ -48,16 +79,12 @@ public struct Image: Sendable {
         precondition(
             frames.allSatisfy { $0.pixels.count >= bytesPerRow * (height - 1) + width * 4 },
             "a frame holds fewer bytes than its geometry needs")
-        self.width = width
-        self.height = height
-        self.bytesPerRow = bytesPerRow
-        self.frames = frames
-        self.format = format
-        self.originalSize = originalSize ?? PixelSize(width: width, height: height)
-        self.orientation = orientation
-        self.loopCount = loopCount
-        self.decodeInfo =
-            decodeInfo ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))
+        storage = Storage(
+            width: width, height: height, bytesPerRow: bytesPerRow, frames: frames, format: format,
+            originalSize: originalSize ?? PixelSize(width: width, height: height),
+            orientation: orientation, loopCount: loopCount,
+            decodeInfo: decodeInfo
+                ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height)))
     }
 
     /// Creates a still image from RGBA pixels.

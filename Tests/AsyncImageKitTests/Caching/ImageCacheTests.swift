@@ -98,4 +98,52 @@ final class ImageCacheTests: XCTestCase {
         XCTAssertEqual(cache.totalCost, cache.count * 64)
         XCTAssertEqual(cache.keysByRecency.count, cache.count)
     }
+
+    /// The cache against a plain reference LRU over random operations: the
+    /// same images, the same recency order and the same cost after each step.
+    func testMatchesAReferenceLRU() {
+        let cache = ImageCache(totalCostLimit: 20 * 64, countLimit: 16)
+        var model: [(key: ImageCacheKey, cost: Int)] = []  // most recent first
+        var costLimit = 20 * 64
+        var countLimit = 16
+        func trimModel() {
+            while model.reduce(0, { $0 + $1.cost }) > costLimit || model.count > countLimit { model.removeLast() }
+        }
+        var random = SplitMix64(seed: 42)
+        for step in 0..<20_000 {
+            let n = Int(random.next() % 40)
+            switch random.next() % 20 {
+            case 0:
+                cache[key(n)] = nil
+                model.removeAll { $0.key == key(n) }
+            case 1:
+                costLimit = 64 * Int(5 + random.next() % 20)
+                cache.totalCostLimit = costLimit
+                trimModel()
+            case 2:
+                countLimit = Int(1 + random.next() % 20)
+                cache.countLimit = countLimit
+                trimModel()
+            case 3...8:
+                let side = Int(1 + random.next() % 6)  // 4 to 144 bytes
+                cache[key(n)] = image(side)
+                model.removeAll { $0.key == key(n) }
+                if side * side * 4 <= costLimit {
+                    model.insert((key(n), side * side * 4), at: 0)
+                    trimModel()
+                }
+            default:
+                let hit = cache[key(n)]
+                if let index = model.firstIndex(where: { $0.key == key(n) }) {
+                    XCTAssertEqual(hit?.cost, model[index].cost, "step \(step)")
+                    model.insert(model.remove(at: index), at: 0)
+                } else {
+                    XCTAssertNil(hit, "step \(step)")
+                }
+            }
+            XCTAssertEqual(cache.keysByRecency, model.map(\.key), "step \(step)")
+            XCTAssertEqual(cache.totalCost, model.reduce(0) { $0 + $1.cost }, "step \(step)")
+            if cache.keysByRecency != model.map(\.key) { return }
+        }
+    }
 }
