@@ -14,9 +14,8 @@ public struct Image: Sendable {
     /// The pixel layout of every image: 8-bit R, G, B, A, straight alpha.
     public static let bytesPerPixel = 4
 
-    /// Every field behind one reference: copying an image (a cache hit hands
-    /// out a copy) is a single retain, not a copy of eleven fields.
-    private final class Storage: Sendable {
+    /// The fields of an image, stored once behind ``Storage``.
+    private struct Fields: Sendable {
         let width: Int
         let height: Int
         let bytesPerRow: Int
@@ -26,43 +25,35 @@ public struct Image: Sendable {
         let orientation: ImageOrientation
         let loopCount: Int?
         let decodeInfo: DecodeInfo
+    }
 
-        init(
-            width: Int, height: Int, bytesPerRow: Int, frames: [ImageFrame], format: ImageFormat?,
-            originalSize: PixelSize, orientation: ImageOrientation, loopCount: Int?, decodeInfo: DecodeInfo
-        ) {
-            self.width = width
-            self.height = height
-            self.bytesPerRow = bytesPerRow
-            self.frames = frames
-            self.format = format
-            self.originalSize = originalSize
-            self.orientation = orientation
-            self.loopCount = loopCount
-            self.decodeInfo = decodeInfo
-        }
+    /// Every field behind one reference: copying an image (a cache hit hands
+    /// out a copy) is a single retain, not a copy of eleven fields.
+    private final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
     }
 
     private let storage: Storage
 
     /// Upright width in pixels.
-    public var width: Int { storage.width }
+    public var width: Int { storage.fields.width }
     /// Upright height in pixels.
-    public var height: Int { storage.height }
+    public var height: Int { storage.fields.height }
     /// Bytes from the start of one row to the start of the next (at least `width * 4`).
-    public var bytesPerRow: Int { storage.bytesPerRow }
+    public var bytesPerRow: Int { storage.fields.bytesPerRow }
     /// Every frame, in display order; `frames[0]` is the still image.
-    public var frames: [ImageFrame] { storage.frames }
+    public var frames: [ImageFrame] { storage.fields.frames }
     /// The format the image was decoded from (`nil` for an image made in memory).
-    public var format: ImageFormat? { storage.format }
+    public var format: ImageFormat? { storage.fields.format }
     /// The upright pixel size of the source before any downsampling.
-    public var originalSize: PixelSize { storage.originalSize }
+    public var originalSize: PixelSize { storage.fields.originalSize }
     /// The EXIF orientation that was applied to reach upright pixels.
-    public var orientation: ImageOrientation { storage.orientation }
+    public var orientation: ImageOrientation { storage.fields.orientation }
     /// How many times an animation repeats (`0` = forever), `nil` when the file does not say.
-    public var loopCount: Int? { storage.loopCount }
+    public var loopCount: Int? { storage.fields.loopCount }
     /// How the decoder produced the pixels (DCT scale, size before resizing).
-    public var decodeInfo: DecodeInfo { storage.decodeInfo }
+    public var decodeInfo: DecodeInfo { storage.fields.decodeInfo }
 
     /// Creates an image from frames that already hold RGBA pixels.
     ///
@@ -79,12 +70,12 @@ public struct Image: Sendable {
         precondition(
             frames.allSatisfy { $0.pixels.count >= bytesPerRow * (height - 1) + width * 4 },
             "a frame holds fewer bytes than its geometry needs")
-        storage = Storage(
+        storage = Storage(Fields(
             width: width, height: height, bytesPerRow: bytesPerRow, frames: frames, format: format,
             originalSize: originalSize ?? PixelSize(width: width, height: height),
             orientation: orientation, loopCount: loopCount,
             decodeInfo: decodeInfo
-                ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height)))
+                ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))))
     }
 
     /// Creates a still image from RGBA pixels.
