@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "AsyncImageKit", targets: ["AsyncImageKit"]),
         .executable(name: "asyncimage-demo", targets: ["asyncimage-demo"]),
         .executable(name: "asyncimage-bench", targets: ["asyncimage-bench"]),
+        .executable(name: "asyncimage-fuzz", targets: ["asyncimage-fuzz"]),
     ],
     dependencies: [
         // Only the demo uses it, for its command line.
@@ -69,9 +70,19 @@ let package = Package(
             path: "Benchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
+        // The decoders' libFuzzer target (see Fuzz/run).
+        .executableTarget(
+            name: "asyncimage-fuzz",
+            dependencies: ["AsyncImageKit"],
+            path: "Fuzz",
+            exclude: ["run"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "asyncimage-demo"],
+            // Read from disk by path (see FuzzRegressionTests), not bundled.
+            exclude: ["Resources"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

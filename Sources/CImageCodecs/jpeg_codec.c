@@ -43,7 +43,29 @@ static void aiv_jpeg_init_error(aiv_jpeg_error_mgr *err, char *message, size_t m
     err->message_size = message_size;
 }
 
-int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
+/* A limit on the scans of a progressive JPEG. Real encoders write about ten;
+ * each scan can make libjpeg pass over every coefficient of the image again,
+ * and a valid file can have thousands, each a few bytes: minutes of CPU
+ * (TurboJPEG's scan limit and libjpeg-turbo's own fuzzers use this guard). */
+typedef struct {
+    struct jpeg_progress_mgr base;
+    aiv_jpeg_error_mgr *err;
+    int max_scans;
+    volatile int over_limit;
+} aiv_jpeg_progress;
+
+static void aiv_jpeg_progress_monitor(j_common_ptr cinfo) {
+    aiv_jpeg_progress *progress = (aiv_jpeg_progress *)cinfo->progress;
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    if (dinfo->is_decompressor && dinfo->progressive_mode && dinfo->input_scan_number > progress->max_scans) {
+        snprintf(progress->err->message, progress->err->message_size,
+                 "more than %d progressive scans", progress->max_scans);
+        progress->over_limit = 1;
+        longjmp(progress->err->jump, 1);
+    }
+}
+
+int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                     uint32_t min_width, uint32_t min_height,
                     const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
@@ -61,16 +83,23 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
         return -1;
     }
 
+    aiv_jpeg_progress progress;
+    memset(&progress, 0, sizeof(progress));
+    progress.base.progress_monitor = aiv_jpeg_progress_monitor;
+    progress.err = &err;
+    progress.max_scans = max_scans > 0 ? max_scans : 1;
+
     cinfo.err = &err.base;
     aiv_jpeg_init_error(&err, result->message, sizeof(result->message));
     if (setjmp(err.jump)) {
         jpeg_destroy_decompress(&cinfo);
         if (pixels) allocator->release(pixels, pixels_size);
         result->pixels = NULL;
-        result->stage = stage;
+        result->stage = progress.over_limit ? AIV_STAGE_LIMITS : stage;
         return -1;
     }
     jpeg_create_decompress(&cinfo);
+    cinfo.progress = &progress.base;
     jpeg_mem_src(&cinfo, (const unsigned char *)data, (unsigned long)size);
     jpeg_read_header(&cinfo, TRUE);
 

@@ -122,10 +122,16 @@ public final class MemoryPressureMonitor: Sendable {
                     while read(descriptors[index].fd, &scratch, scratch.count) > 0 {}
                     pressure = true
                 }
-                if descriptors[index].revents & Int16(POLLERR | POLLNVAL) != 0 { descriptors[index].events = 0 }
+                if descriptors[index].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                    // A broken source: poll() would report it again at once, for
+                    // good, whatever its events. Stop watching it (poll skips fd -1).
+                    if descriptors[index].revents & Int16(POLLNVAL) == 0 { close(descriptors[index].fd) }
+                    descriptors[index].fd = -1
+                }
                 descriptors[index].revents = 0
             }
             if pressure { purge() }
+            if descriptors.allSatisfy({ $0.fd < 0 }) { return }
         }
     }
 

@@ -18,6 +18,11 @@ public struct DecodingOptions: Sendable, Hashable {
     /// How ``targetSize`` is met.
     public var contentMode: ContentMode
 
+    /// The most scans a progressive JPEG may have (real encoders write about
+    /// ten; a valid file can have thousands of tiny ones, each another pass
+    /// over the whole image). Internal: tests lower it.
+    var maxProgressiveScans = 500
+
     /// Creates options.
     public init(
         maxPixels: Int = DecodingOptions.defaultMaxPixels,
@@ -27,5 +32,18 @@ public struct DecodingOptions: Sendable, Hashable {
         self.maxPixels = maxPixels
         self.targetSize = targetSize
         self.contentMode = contentMode
+    }
+
+    /// Why `image` is over ``maxPixels`` (its source size times its frames),
+    /// or nil. The loader checks each request's own limit with it when a
+    /// decode or a cached image made under another limit is shared.
+    func limitFailure(for image: Image) -> DecodingFailure? {
+        let (pixels, overflow) = image.originalSize.pixelCount.multipliedReportingOverflow(by: max(1, image.frames.count))
+        guard overflow || pixels > maxPixels else { return nil }
+        let size = image.originalSize
+        let frames = image.frames.count > 1 ? " in \(image.frames.count) frames" : ""
+        return DecodingFailure(
+            format: image.format, stage: .limits,
+            reason: "\(size.width)x\(size.height)\(frames) is over the limit of \(maxPixels) pixels")
     }
 }

@@ -36,6 +36,11 @@ public struct GIFDecoder: ImageDecoding {
         return try ImageResizer.resize(image, to: image.size.scaled(toFit: target, contentMode: options.contentMode))
     }
 
+    /// The least a frame counts against the pixel limit: a frame's own
+    /// bookkeeping is worth that much, so a tiny screen cannot carry millions
+    /// of frames.
+    static let minimumFramePixels = 256
+
     private func decodeFrames(_ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int) throws(AsyncImageError)
         -> Image
     {
@@ -75,6 +80,11 @@ public struct GIFDecoder: ImageDecoding {
             return failure(.pixels, "\(what) after \(frames.count) good frame(s): \(reason)")
         }
 
+        // Pixels decoded so far: each frame counts as the screen it produces
+        // or as its own rectangle if that is larger (its LZW data is decoded
+        // row by row even where it falls outside the screen), and as at least
+        // `minimumFramePixels`.
+        var decodedPixels = 0
         var record = UNDEFINED_RECORD_TYPE
         repeat {
             guard DGifGetRecordType(gif, &record) == GIF_OK else { throw fail("bad record") }
@@ -110,12 +120,15 @@ public struct GIFDecoder: ImageDecoding {
                 guard frameWidth > 0, frameHeight > 0 else {
                     throw failure(index == 0 ? .header : .pixels, "frame \(index) is \(frameWidth)x\(frameHeight)")
                 }
-                guard (index + 1) * screenPixels <= maxPixels else {
-                    throw failure(
-                        .limits,
-                        "\(index + 1) frames of \(width)x\(height) are \((index + 1) * screenPixels) pixels, over the limit of \(maxPixels)"
-                    )
+                let framePixels = max(screenPixels, frameWidth * frameHeight, Self.minimumFramePixels)
+                guard decodedPixels + framePixels <= maxPixels else {
+                    let what =
+                        frameWidth * frameHeight > screenPixels
+                        ? "frame \(index) is \(frameWidth)x\(frameHeight) on a \(width)x\(height) screen"
+                        : "\(index + 1) frames of \(width)x\(height) are \((index + 1) * screenPixels) pixels"
+                    throw failure(.limits, "\(what), over the limit of \(maxPixels)")
                 }
+                decodedPixels += framePixels
                 guard let colorMap = desc.ColorMap ?? gif.pointee.SColorMap else {
                     throw failure(index == 0 ? .header : .pixels, "frame \(index) has no colour map")
                 }

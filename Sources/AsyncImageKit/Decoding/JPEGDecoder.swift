@@ -37,7 +37,7 @@ public struct JPEGDecoder: ImageDecoding {
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
                 aiv_jpeg_decode(
-                    bytes, count, UInt64(max(0, options.maxPixels)),
+                    bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
                     UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, &result)
             }
         }

@@ -94,8 +94,16 @@ public struct Image: Sendable {
     /// Whether the image has more than one frame.
     public var isAnimated: Bool { frames.count > 1 }
 
-    /// The bytes of pixel storage over all frames: what a memory cache counts.
-    public var cost: Int { frames.reduce(0) { $0 + $1.pixels.count } }
+    /// What a memory cache counts: the bytes of pixel storage over all
+    /// frames, plus ``frameOverhead`` for each frame of an animation (so that
+    /// thousands of tiny frames are not counted as free).
+    public var cost: Int {
+        let pixels = frames.reduce(0) { $0 + $1.pixels.count }
+        return frames.count > 1 ? pixels + frames.count * Self.frameOverhead : pixels
+    }
+
+    /// The bytes of bookkeeping ``cost`` counts for each frame of an animation.
+    public static let frameOverhead = 256
 
     /// The total duration of one loop of the animation, in seconds.
     public var duration: Double { frames.reduce(0) { $0 + $1.duration } }

@@ -8,7 +8,8 @@ extension AsyncImageLoader {
     /// `didFinish`/`didFail` notification is posted first), so that queue must
     /// be serviced.
     ///
-    /// - Throws: ``AsyncImageError``, or `CancellationError`.
+    /// - Throws: ``AsyncImageError``, or `CancellationError` when the task is
+    ///   cancelled or the request is (by `cancelLoading(url:)`, say).
     public func image(for url: URL) async throws -> Image {
         try await image(for: ImageRequest(url: url))
     }
@@ -20,8 +21,9 @@ extension AsyncImageLoader {
             let record = self.enqueue(
                 request, target: nil,
                 success: ImageAction(name) { _, image, _ in bridge.resume(.success(image)) },
-                failure: ImageFailureAction(name) { _, error, _ in bridge.resume(.failure(error)) })
-            bridge.onCancel { [weak self] in self?.cancel { $0 === record } }
+                failure: ImageFailureAction(name) { _, error, _ in bridge.resume(.failure(error)) },
+                onCancelled: { bridge.resume(.failure(CancellationError())) })
+            bridge.onCancel { [weak self] in self?.cancel { candidate, _ in candidate === record } }
         }
     }
 }

@@ -22,9 +22,10 @@ import Foundation
 /// - **One outcome.** It ends in exactly one of: success (notification, then
 ///   success action), failure (notification, then failure action), or
 ///   cancelled (nothing at all).
-/// - **One transfer per image.** Requests for a URL (and display size) that is
-///   queued or loading join it; each still gets its own callbacks. The transfer
-///   is cancelled only when no request needs it any more.
+/// - **One transfer per URL.** Requests for a URL that is queued or loading
+///   join it, whatever their display size (the body is then decoded once per
+///   size); each still gets its own callbacks and its own pixel limit. The
+///   transfer is cancelled only when no request needs it any more.
 /// - **Per-target order.** On one target and action, a URL set later
 ///   supersedes those set earlier: an earlier one may be shown first if it
 ///   arrives first, but once a later one has been delivered, earlier ones are
@@ -95,6 +96,7 @@ public final class AsyncImageLoader: Sendable {
 
     /// Seconds a transfer may take from the moment it starts (default 60);
     /// time spent waiting in the queue does not count. Affects later transfers.
+    /// Zero, a negative value, NaN or `.infinity` mean no time limit.
     public var loadingTimeout: Double {
         get { state.withLock { $0.loadingTimeout } }
         set { state.withLock { $0.loadingTimeout = newValue } }
@@ -161,43 +163,45 @@ public final class AsyncImageLoader: Sendable {
     /// Cancels requests for `url` on `target` with `action` (matched by name).
     public func cancelLoading(url: URL, target: AnyObject, action: ImageAction) {
         let name = url.absoluteString
-        cancel { $0.request.cacheKey.url == name && $0.target?.refers(to: target) == true && $0.actionName == action.name }
+        cancel { record, keep in
+            record.request.cacheKey.url == name && record.actionName == action.name && record.targets(target, &keep)
+        }
     }
 
     /// Cancels requests for `url` on `target`, whatever their action.
     public func cancelLoading(url: URL, target: AnyObject) {
         let name = url.absoluteString
-        cancel { $0.request.cacheKey.url == name && $0.target?.refers(to: target) == true }
+        cancel { record, keep in record.request.cacheKey.url == name && record.targets(target, &keep) }
     }
 
     /// Cancels every request for `url`, with or without a target.
     public func cancelLoading(url: URL) {
         let name = url.absoluteString
-        cancel { $0.request.cacheKey.url == name }
+        cancel { record, _ in record.request.cacheKey.url == name }
     }
 
     /// Cancels every request on `target` with `action` (matched by name).
     public func cancelLoadingImages(target: AnyObject, action: ImageAction) {
-        cancel { $0.target?.refers(to: target) == true && $0.actionName == action.name }
+        cancel { record, keep in record.actionName == action.name && record.targets(target, &keep) }
     }
 
     /// Cancels every request on `target`.
     public func cancelLoadingImages(target: AnyObject) {
-        cancel { $0.target?.refers(to: target) == true }
+        cancel { record, keep in record.targets(target, &keep) }
     }
 
     /// The most recent URL set for `target` and `action` that has not yet been delivered or cancelled.
     public func url(for target: AnyObject, action: ImageAction) -> URL? {
-        state.withLock { state in
+        mutate { state, effects in
             state.perTarget[TargetKey(target: ObjectIdentifier(target), action: action.name)]?
-                .last { $0.state == .pending && $0.target?.refers(to: target) == true }?.request.url
+                .last { $0.state == .pending && $0.targets(target, &effects.keep) }?.request.url
         }
     }
 
     /// The most recent URL set for `target` (any action) not yet delivered or cancelled.
     public func url(for target: AnyObject) -> URL? {
-        state.withLock { state in
-            state.pending.values.filter { $0.target?.refers(to: target) == true }.max { $0.id < $1.id }?.request.url
+        mutate { state, effects in
+            state.pending.values.filter { $0.targets(target, &effects.keep) }.max { $0.id < $1.id }?.request.url
         }
     }
 
@@ -223,9 +227,11 @@ public final class AsyncImageLoader: Sendable {
     }
 
     func enqueue(
-        _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?
+        _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
+        onCancelled: (@Sendable () -> Void)? = nil
     ) -> LoadRequest {
-        let record = LoadRequest(id: 0, request: request, target: target, success: success, failure: failure)
+        let record = LoadRequest(
+            id: 0, request: request, target: target, success: success, failure: failure, onCancelled: onCancelled)
         mutate { state, effects in
             state.nextID += 1
             record.id = state.nextID
@@ -233,15 +239,15 @@ public final class AsyncImageLoader: Sendable {
             if let key = record.targetKey { state.perTarget[key, default: []].append(record) }
             if let cache = state.cache, let image = cache.image(for: request.cacheKey) {
                 self.report(.cacheHit, [record], &state, &effects)
-                self.scheduleDelivery(record, .success(image), fromCache: cache, &state, &effects)
+                self.scheduleDelivery(record, Self.checked(image, for: record), fromCache: cache, &state, &effects)
                 return
             }
             let job: LoadJob
-            if let existing = state.jobs[request.cacheKey] {
+            if let existing = state.jobs[request.url.absoluteString] {
                 job = existing
             } else {
-                job = LoadJob(request: request, cache: state.cache)
-                state.jobs[request.cacheKey] = job
+                job = LoadJob(url: request.url, cache: state.cache)
+                state.jobs[job.key] = job
             }
             job.requests.append(record)
             record.job = job
@@ -256,9 +262,9 @@ public final class AsyncImageLoader: Sendable {
         return record
     }
 
-    func cancel(where matches: (LoadRequest) -> Bool) {
+    func cancel(where matches: (LoadRequest, inout KeepAlive) -> Bool) {
         mutate { state, effects in
-            for record in state.pending.values where matches(record) {
+            for record in state.pending.values where matches(record, &effects.keep) {
                 self.cancelRecord(record, &state, &effects)
             }
             self.pump(&state, &effects)
@@ -268,7 +274,7 @@ public final class AsyncImageLoader: Sendable {
     /// Starts queued jobs while slots are free, most recent first.
     func pump(_ state: inout LoaderState, _ effects: inout Effects) {
         while state.inFlight < state.concurrentLoads, let job = state.queue.pop() {
-            for record in job.requests where record.targetIsDead {
+            for record in job.requests where record.targetIsDead(&effects.keep) {
                 cancelRecord(record, &state, &effects)
             }
             guard !job.requests.isEmpty, job.isQueued else { continue }
@@ -284,7 +290,7 @@ public final class AsyncImageLoader: Sendable {
         var configuration = transport
         configuration.timeout = state.loadingTimeout
         let loader = DataLoader(configuration: configuration, completionQueue: transferQueue)
-        let task = loader.loadData(from: job.request.url) { [weak self] result in
+        let task = loader.loadData(from: job.url) { [weak self] result in
             self?.transferFinished(job, result)
         }
         job.phase = .loading(task)
@@ -320,26 +326,65 @@ public final class AsyncImageLoader: Sendable {
             guard case .awaitingDecoder(let data) = job.phase else { continue }
             state.inFlight -= 1
             state.decoding += 1
-            job.phase = .decoding
-            report(.decoding, job.requests, &state, &effects)
-            effects.append { self.decodeQueue.async { self.decode(job, data) } }
+            job.phase = .decoding(data)
+            guard let next = job.nextDecode() else {
+                state.decoding -= 1
+                finish(job, &state)
+                continue
+            }
+            report(.decoding, job.requests.filter { $0.request.cacheKey == next.key }, &state, &effects)
+            effects.append { self.decodeQueue.async { self.decode(job, data, next.key, next.options) } }
         }
     }
 
-    /// On the decode queue: decode, cache, and schedule deliveries.
-    private func decode(_ job: LoadJob, _ data: Data) {
-        let url = job.request.url
-        let outcome = Result { () throws(AsyncImageError) -> Image in
-            try ImageDecoder().decode(data, options: job.request.options)
-        }.mapError { $0.with(url: url) }
-        if case .success(let image) = outcome { job.cache?.setImage(image, for: job.key) }
-        mutate { state, effects in
-            state.decoding -= 1
-            self.finish(job, &state)
-            self.deliverAll(job, outcome, &state, &effects)
-            self.startDecodes(&state, &effects)
-            self.pump(&state, &effects)
+    /// On the decode queue: decode one size of the job's body, cache it, and
+    /// schedule the deliveries of the requests for that size; then the next
+    /// size, while requests for other sizes remain (they may join meanwhile).
+    private func decode(_ job: LoadJob, _ data: Data, _ key: ImageCacheKey, _ options: DecodingOptions) {
+        var key = key
+        var options = options
+        while true {
+            let url = job.url
+            let outcome = Result { () throws(AsyncImageError) -> Image in
+                try ImageDecoder().decode(data, options: options)
+            }.mapError { $0.with(url: url) }
+            if case .success(let image) = outcome { job.cache?.setImage(image, for: key) }
+            let next = mutate { state, effects -> (key: ImageCacheKey, options: DecodingOptions)? in
+                // A request that joined with a higher pixel limit than this
+                // decode had is decoded again rather than failed by a lower one.
+                func decodeAgain(_ record: LoadRequest) -> Bool {
+                    guard case .failure(.decoding(let failure, _)) = outcome, failure.stage == .limits else { return false }
+                    return record.request.options.maxPixels > options.maxPixels
+                }
+                var delivered: Set<UInt64> = []
+                for record in job.requests
+                where record.request.cacheKey == key && record.state == .pending && !decodeAgain(record) {
+                    record.job = nil
+                    delivered.insert(record.id)
+                    let result = outcome.flatMap { Self.checked($0, for: record) }
+                    self.scheduleDelivery(record, result, fromCache: nil, &state, &effects)
+                }
+                job.requests.removeAll { delivered.contains($0.id) || $0.state != .pending }
+                if let next = job.nextDecode() {
+                    self.report(.decoding, job.requests.filter { $0.request.cacheKey == next.key }, &state, &effects)
+                    return next
+                }
+                state.decoding -= 1
+                self.finish(job, &state)
+                self.startDecodes(&state, &effects)
+                self.pump(&state, &effects)
+                return nil
+            }
+            guard let next else { return }
+            (key, options) = next
         }
+    }
+
+    /// `image` for `record`, or a limits failure when the image is over the
+    /// record's own pixel limit (it was decoded, or cached, for another request).
+    static func checked(_ image: Image, for record: LoadRequest) -> Result<Image, AsyncImageError> {
+        guard let failure = record.request.options.limitFailure(for: image) else { return .success(image) }
+        return .failure(.decoding(failure, url: record.request.url))
     }
 
     private func deliverAll(
@@ -427,6 +472,8 @@ public final class AsyncImageLoader: Sendable {
         state.cancelledCount += 1
         state.pending[record.id] = nil
         report(.cancelled, [record], &state, &effects)
+        effects.keep.park(record)  // its last release (and its closures') after the lock
+        if let onCancelled = record.onCancelled { effects.append(onCancelled) }
         if let key = record.targetKey { state.removeFromTarget(record, key) }
         guard let job = record.job else { return }
         record.job = nil
@@ -450,7 +497,7 @@ public final class AsyncImageLoader: Sendable {
     /// Drops requests whose targets have been deallocated (and their transfers).
     func sweepDeadTargets() {
         mutate { state, effects in
-            for record in state.pending.values where record.targetIsDead && record.job != nil {
+            for record in state.pending.values where record.job != nil && record.targetIsDead(&effects.keep) {
                 self.cancelRecord(record, &state, &effects)
             }
             self.pump(&state, &effects)
@@ -504,7 +551,8 @@ struct LoaderState {
     var notificationCenter: NotificationCenter
     var nextID: UInt64 = 0
     var pending: [UInt64: LoadRequest] = [:]
-    var jobs: [ImageCacheKey: LoadJob] = [:]
+    /// Jobs by URL (absolute string).
+    var jobs: [String: LoadJob] = [:]
     var queue = LIFOQueue()
     var inFlight = 0
     var peakInFlight = 0
@@ -541,6 +589,8 @@ struct LoaderState {
 /// Work collected under the lock and run after it is released.
 struct Effects {
     private var actions: [() -> Void] = []
+    /// Objects released only after the lock (see ``KeepAlive``).
+    var keep = KeepAlive()
 
     mutating func append(_ action: @escaping () -> Void) { actions.append(action) }
 

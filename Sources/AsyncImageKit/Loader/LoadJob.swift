@@ -1,36 +1,58 @@
 import Foundation
 
-/// One transfer and one decode, shared by every request with the same cache key.
+/// One transfer of a URL, and the decodes of its body, shared by every
+/// request for that URL.
 ///
 /// A job is queued, then loading (it holds one of the loader's
 /// `concurrentLoads` transfer slots), then waiting for a decoder (still
 /// holding its slot, so undecoded bodies cannot pile up), then decoding (the
 /// slot is free for the next transfer), then finished. It is cancelled when
 /// no request needs it any more.
+///
+/// Requests for the same URL at different display sizes share the transfer;
+/// the body is then decoded once per distinct ``ImageCacheKey``, most recent
+/// request first. A request may join until the last decode has been handed
+/// out, even while earlier ones run.
 final class LoadJob: @unchecked Sendable {
     enum Phase {
         case queued
         case loading(DataTask)
         case awaitingDecoder(Data)
-        case decoding
+        case decoding(Data)
         case finished
     }
 
-    let request: ImageRequest
-    /// The cache the result goes to: the loader's cache when the job was made.
+    /// The URL (every request's `request.url`).
+    let url: URL
+    /// The key in the loader's table of jobs: the URL's absolute string.
+    let key: String
+    /// The cache the results go to: the loader's cache when the job was made.
     let cache: ImageCache?
+    /// Requests waiting for this job's body, in the order they joined.
     var requests: [LoadRequest] = []
     var phase = Phase.queued
 
-    init(request: ImageRequest, cache: ImageCache?) {
-        self.request = request
+    init(url: URL, cache: ImageCache?) {
+        self.url = url
+        self.key = url.absoluteString
         self.cache = cache
     }
-
-    var key: ImageCacheKey { request.cacheKey }
 
     var isQueued: Bool {
         if case .queued = phase { return true }
         return false
+    }
+
+    /// The next decode to run: the cache key of the most recent request, and
+    /// its options with the largest pixel limit of the requests that share
+    /// that key (each request's own limit is checked on the result).
+    func nextDecode() -> (key: ImageCacheKey, options: DecodingOptions)? {
+        guard let newest = requests.last else { return nil }
+        let key = newest.request.cacheKey
+        var options = newest.request.options
+        for record in requests where record.request.cacheKey == key {
+            options.maxPixels = max(options.maxPixels, record.request.options.maxPixels)
+        }
+        return (key, options)
     }
 }

@@ -1,4 +1,11 @@
 /// A target held weakly: the loader never keeps a target alive.
+///
+/// Reading a weak reference makes a strong one for a moment. If the owner
+/// lets go of the target at that moment, that strong reference is the last
+/// one and the target's `deinit` runs where it is released: under a lock, that
+/// `deinit` could call back into the loader and deadlock. So every read made
+/// under a lock parks the strong reference in a ``KeepAlive`` that is emptied
+/// after the lock is released.
 final class WeakTarget: @unchecked Sendable {
     /// The target, or nil once it has been deallocated. Read it, then use the
     /// strong reference you got: it may be gone on the next read.
@@ -12,9 +19,27 @@ final class WeakTarget: @unchecked Sendable {
         self.id = ObjectIdentifier(object)
     }
 
-    var isAlive: Bool { object != nil }
+    /// Whether the target is alive; a live one is parked in `keep`.
+    func isAlive(_ keep: inout KeepAlive) -> Bool {
+        guard let live = object else { return false }
+        keep.park(live)
+        return true
+    }
 
-    func refers(to other: AnyObject) -> Bool { object === other }
+    /// Whether the target is `other`; the target read is parked in `keep`.
+    func refers(to other: AnyObject, _ keep: inout KeepAlive) -> Bool {
+        guard let live = object else { return false }
+        keep.park(live)
+        return live === other
+    }
+}
+
+/// Objects whose last release must not happen under a lock: filled under
+/// it, dropped after it.
+struct KeepAlive {
+    private var objects: [AnyObject] = []
+
+    mutating func park(_ object: AnyObject) { objects.append(object) }
 }
 
 /// The per-target queue a request belongs to: one target and one action.

@@ -9,6 +9,8 @@ final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
     private var continuation: CheckedContinuation<Value, Error>?
     private var cancelOperation: (() -> Void)?
     private var cancelled = false
+    /// Set once the result is in: a cancel operation set after that is dropped.
+    private var finished = false
 
     /// Runs `start` (which must eventually call ``resume(_:)`` unless cancelled)
     /// and waits for the result.
@@ -33,11 +35,13 @@ final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
         return !isCancelled
     }
 
-    /// Sets how to cancel the operation; runs it at once if the task was already cancelled.
+    /// Sets how to cancel the operation; runs it at once if the task was
+    /// already cancelled, and drops it if the result is already in (holding
+    /// it would keep the operation, and whatever it holds, alive for good).
     func onCancel(_ operation: @escaping () -> Void) {
         lock.lock()
         let isCancelled = cancelled
-        if !isCancelled { cancelOperation = operation }
+        if !isCancelled && !finished { cancelOperation = operation }
         lock.unlock()
         if isCancelled { operation() }
     }
@@ -45,6 +49,7 @@ final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
     /// Resumes with the operation's result (ignored after cancellation).
     func resume(_ result: Result<Value, Error>) {
         lock.lock()
+        finished = true
         let waiting = continuation
         continuation = nil
         cancelOperation = nil
@@ -55,6 +60,7 @@ final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
     private func cancel() {
         lock.lock()
         cancelled = true
+        finished = true
         let waiting = continuation
         let operation = cancelOperation
         continuation = nil

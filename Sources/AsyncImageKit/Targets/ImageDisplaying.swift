@@ -98,18 +98,23 @@ final class ImageURLRegistry: @unchecked Sendable {
     private let entries = Locked<[ObjectIdentifier: (target: WeakTarget, url: URL)]>([:])
 
     func url(for object: AnyObject) -> URL? {
-        entries.withLock { entries in
-            guard let entry = entries[ObjectIdentifier(object)], entry.target.refers(to: object) else { return nil }
+        var keep = KeepAlive()
+        let url = entries.withLock { entries -> URL? in
+            guard let entry = entries[ObjectIdentifier(object)], entry.target.refers(to: object, &keep) else { return nil }
             return entry.url
         }
+        withExtendedLifetime(keep) {}  // released here, outside the lock
+        return url
     }
 
     func set(_ url: URL?, for object: AnyObject) {
+        var keep = KeepAlive()
         entries.withLock { entries in
             if entries.count > 64 && entries.count.isMultiple(of: 64) {
-                entries = entries.filter { $0.value.target.isAlive }
+                entries = entries.filter { $0.value.target.isAlive(&keep) }
             }
             entries[ObjectIdentifier(object)] = url.map { (WeakTarget(object), $0) }
         }
+        withExtendedLifetime(keep) {}
     }
 }

@@ -80,7 +80,7 @@ final class CurlTransfer: @unchecked Sendable {
         buffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         errorBuffer = buffer
 
-        let timeoutMilliseconds = max(1, Int((configuration.timeout * 1000).rounded(.up)))
+        let timeoutMilliseconds = Self.milliseconds(configuration.timeout)
         var ok = true
         func set(_ code: CURLcode) { if code != CURLE_OK { ok = false } }
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString))
@@ -107,6 +107,12 @@ final class CurlTransfer: @unchecked Sendable {
             return nil
         }
         return easy
+    }
+
+    /// libcurl's timeout for `seconds`: 0 (none) unless it is finite and positive.
+    static func milliseconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return max(1, Int(min(seconds * 1000, 1e15).rounded(.up)))
     }
 
     /// Appends body bytes; returns fewer than `count` (aborting the transfer) past the size limit.
@@ -143,7 +149,9 @@ final class CurlTransfer: @unchecked Sendable {
         var status = 0
         var finalURL = url
         var contentType: String?
+        var redirects = 0
         if let easy {
+            _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
             _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var text: UnsafeMutablePointer<CChar>?
             if aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
@@ -171,8 +179,8 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
         case CURLE_TOO_MANY_REDIRECTS:
             return .failure(.tooManyRedirects(url, limit: configuration.maxRedirects))
-        case CURLE_UNSUPPORTED_PROTOCOL:
-            // The first URL's scheme was checked before starting: this is a redirect.
+        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0:
+            // The first URL's scheme was checked before starting: the redirect's is refused.
             return .failure(.disallowedRedirect(url, message: message))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))

@@ -1,6 +1,10 @@
 import Foundation
 
-/// Downloads bodies over `http`, `https` and `file` with libcurl.
+/// Downloads bodies over `http` and `https` with libcurl, and reads `file` URLs.
+///
+/// A `file` URL must name a regular file (not a directory, FIFO or device)
+/// no larger than the body limit; it is read on a background queue, never on
+/// the transport thread, and the timeout does not apply to it.
 ///
 /// All transfers of all loaders run on one transport thread (libcurl's multi
 /// interface); completion handlers run on ``completionQueue``, never on that
@@ -51,6 +55,8 @@ public final class DataLoader: Sendable {
             url: url, configuration: configuration, completionQueue: completionQueue, completion: completion)
         if let error = Self.validate(url) {
             transfer.deliver(.failure(error))
+        } else if url.scheme?.lowercased() == "file" {
+            FileReader.start(transfer)
         } else {
             CurlEventLoop.shared.start(transfer)
         }

@@ -1,7 +1,8 @@
 /// Limits and settings for every transfer a ``DataLoader`` makes.
 public struct TransportConfiguration: Sendable, Hashable {
     /// Seconds a transfer may take from the moment it starts (time waiting in
-    /// a loader's queue does not count). Default 60.
+    /// a loader's queue does not count). Default 60. Zero, a negative value,
+    /// NaN or `.infinity` mean no time limit. `file` URLs are not timed.
     public var timeout: Double
     /// The most body bytes accepted (after content decoding), enforced while
     /// the body streams in, with or without `Content-Length`. Default 50 MB.

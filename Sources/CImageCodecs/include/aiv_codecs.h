@@ -72,8 +72,9 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
 /* Decode a whole JPEG. min_width/min_height (0 = full size): choose the
  * smallest DCT scale (1/2, 1/4, 1/8) whose output is still at least that big.
  * Any libjpeg warning (corrupt data, premature end) is a failure, as with
- * `djpeg -strict`. Output layout is RGBA, or CMYK for CMYK/YCCK files. */
-int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
+ * `djpeg -strict`. Output layout is RGBA, or CMYK for CMYK/YCCK files.
+ * A progressive file with more than max_scans scans fails at stage LIMITS. */
+int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                     uint32_t min_width, uint32_t min_height,
                     const aiv_pixel_allocator *allocator, aiv_decode_result *result);
 

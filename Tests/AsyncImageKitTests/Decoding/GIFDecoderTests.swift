@@ -24,7 +24,7 @@ final class GIFDecoderTests: XCTestCase {
         XCTAssertEqual(image.pixel(x: 3, y: 3, frame: 0), palette[1])
         XCTAssertEqual(image.pixel(x: 3, y: 3, frame: 1), palette[2])
         XCTAssertEqual(image.pixel(x: 3, y: 3, frame: 2), palette[3])
-        XCTAssertEqual(image.cost, 3 * 8 * 8 * 4)
+        XCTAssertEqual(image.cost, 3 * (8 * 8 * 4 + Image.frameOverhead))
     }
 
     /// Frame 1 fills the screen; frame 2 covers the top-left 4x4 with the

@@ -1,4 +1,4 @@
-import AsyncImageKit
+@testable import AsyncImageKit
 import Foundation
 import ImageFixtures
 import XCTest
@@ -49,5 +49,62 @@ final class PixelLimitTests: XCTestCase {
             XCTAssertEqual(failure?.stage, .limits)
         }
         XCTAssertEqual(DecodingOptions().maxPixels, 100_000_000)
+    }
+
+    /// A GIF frame larger than its screen costs its own size: giflib decodes
+    /// every row of it, even those that fall outside the screen.
+    func testGIFFrameLargerThanTheScreenCountsItsOwnSize() throws {
+        var gif = try GIFWriter.encode(
+            width: 2_000, height: 1_000, globalPalette: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 255, g: 255, b: 255)],
+            frames: [GIFFrameSpec.filled(1, width: 2_000, height: 1_000)])
+        // The screen says 1x1 (bytes 6-9, little-endian); the frame stays 2000x1000.
+        gif.replaceSubrange(6..<10, with: [1, 0, 1, 0])
+        let failure = assertDecodingFails { try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 1_999_999)) }
+        XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertTrue(failure?.reason.contains("2000x1000 on a 1x1 screen") ?? false, failure?.reason ?? "")
+        let image = try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 2_000_000))
+        XCTAssertEqual(image.size, PixelSize(width: 1, height: 1))
+    }
+
+    /// Every frame counts at least `minimumFramePixels`: a tiny screen cannot
+    /// carry millions of frames under the default limit.
+    func testGIFTinyFramesCountAtLeastTheMinimum() throws {
+        let gif = try GIFWriter.encode(
+            width: 1, height: 1, globalPalette: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 255, g: 255, b: 255)],
+            frames: (0..<4).map { _ in GIFFrameSpec.filled(1, width: 1, height: 1) })
+        let minimum = GIFDecoder.minimumFramePixels
+        XCTAssertEqual(try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 4 * minimum)).frames.count, 4)
+        let failure = assertDecodingFails { try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 4 * minimum - 1)) }
+        XCTAssertEqual(failure?.stage, .limits)
+    }
+
+    /// A progressive JPEG with more scans than the limit fails at stage
+    /// `limits` (a valid file can have thousands, each another pass).
+    func testJPEGScanLimit() throws {
+        let source = SyntheticImage.quadrants(width: 64, height: 48)
+        let jpeg = try JPEGEncoder(progressive: true).encode(source)
+        var options = DecodingOptions()
+        XCTAssertEqual(try ImageDecoder().decode(jpeg, options: options).size, PixelSize(width: 64, height: 48))
+        options.maxProgressiveScans = 3
+        let failure = assertDecodingFails { try ImageDecoder().decode(jpeg, options: options) }
+        XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.reason, "more than 3 progressive scans")
+        // A baseline file has one scan: the limit does not apply.
+        XCTAssertNoThrow(try ImageDecoder().decode(try JPEGEncoder().encode(source), options: options))
+    }
+
+    /// A PNG chunk whose length claims more than the whole file (here 1.9 GB
+    /// in a file of 100 bytes) ends in a typed failure. libpng used to
+    /// allocate the claimed length of text, pCAL, sCAL, sPLT and iCCP chunks
+    /// first; that allocation is checked by `Fuzz/run` (libFuzzer fails any
+    /// single allocation over its limit) on these same files.
+    func testPNGChunkLongerThanTheFile() throws {
+        let png = try PNGEncoder().encode(SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 1, g: 2, b: 3)))
+        for type in ["tEXt", "zTXt", "iTXt", "iCCP", "sPLT", "pCAL", "sCAL", "eXIf", "abCd"] {
+            var lying = png.prefix(33)  // signature and IHDR
+            lying.append(contentsOf: [0x73, 0x20, 0x00, 0x00] + Array(type.utf8) + Array(repeating: 0x41, count: 64))
+            let failure = assertDecodingFails { try ImageDecoder().decode(Data(lying)) }
+            XCTAssertEqual(failure?.format, .png, type)
+        }
     }
 }

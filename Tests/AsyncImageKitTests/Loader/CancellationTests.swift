@@ -150,4 +150,41 @@ final class CancellationTests: XCTestCase {
         XCTAssertEqual(h.log.events.last, .success("/img/4.png", target: ObjectIdentifier(survivor)))
         XCTAssertEqual(h.log.deliveredPaths.count, 1)
     }
+
+    /// An object released by the loader (here: held only by a cancelled
+    /// request's action) whose `deinit` calls the loader again, as the
+    /// original AsyncImageView's `dealloc` did. Its last release must come
+    /// after the loader's lock is let go, or the call deadlocks.
+    func testDeinitThatCallsTheLoaderDoesNotDeadlock() throws {
+        final class Owner: @unchecked Sendable {
+            let loader: AsyncImageLoader
+            let gone: XCTestExpectation
+            init(_ loader: AsyncImageLoader, _ gone: XCTestExpectation) {
+                self.loader = loader
+                self.gone = gone
+            }
+            deinit {
+                loader.cancelLoadingImages(target: self)
+                _ = loader.activity
+                gone.fulfill()
+            }
+        }
+        let h = try LoaderHarness()
+        let url = h.server.url(21)
+        h.server.hold(url)
+        let gone = expectation(description: "the owner's deinit ran and returned")
+        do {
+            let owner = Owner(h.loader, gone)
+            let action = ImageAction("owned") { _, _, _ in withExtendedLifetime(owner) {} }
+            h.loader.loadImage(ImageRequest(url: url), target: nil, success: action)
+        }
+        wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        let loader = h.loader
+        DispatchQueue.global().async { loader.cancelLoading(url: url) }
+        guard XCTWaiter().wait(for: [gone], timeout: 15) == .completed else {
+            return XCTFail("deadlock: the owner's deinit never returned")  // and the loader's lock is lost
+        }
+        h.server.release(url)
+        XCTAssertEqual(h.loader.activity.pendingRequests, 0)
+    }
 }

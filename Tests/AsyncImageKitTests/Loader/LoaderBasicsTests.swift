@@ -263,4 +263,43 @@ final class LoaderBasicsTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(h.server.connection(url)).waitForPeerClose(timeout: 10))
         XCTAssertEqual(h.loader.activity.pendingRequests, 0)
     }
+
+    /// A request made by `image(for:)` and cancelled by any other API (here
+    /// `cancelLoading(url:)`) ends the `await` with `CancellationError`.
+    func testAsyncImageEndsWhenItsRequestIsCancelledByURL() async throws {
+        let h = try LoaderHarness()
+        let url = h.server.url(13)
+        h.server.hold(url)
+        let arrived = h.server.arrival(of: url, self)
+        let loader = h.loader
+        let task = Task { try await loader.image(for: url) }
+        await fulfillment(of: [arrived], timeout: 15)
+        loader.cancelLoading(url: url)
+        h.server.release(url)
+        do {
+            _ = try await task.value
+            XCTFail("expected cancellation")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+        XCTAssertEqual(loader.activity.pendingRequests, 0)
+        XCTAssertEqual(loader.activity.cancelled, 1)
+    }
+
+    /// Zero, negative, NaN and infinite timeouts mean "no limit": the load
+    /// waits for a held response and succeeds (it used to trap on the
+    /// transport thread for infinity and NaN, and fail at once for 0).
+    func testUnboundedTimeoutsMeanNoLimit() throws {
+        for timeout in [0, -1, Double.nan, .infinity, 1e300] {
+            let h = try LoaderHarness(timeout: timeout)
+            let url = h.server.url(14)
+            h.server.hold(url)
+            h.load(url)
+            wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+            h.server.release(url)
+            wait(for: [h.log.outcomes(1, self)], timeout: 15)
+            XCTAssertEqual(
+                h.log.events, [.notified(url.path, finished: true), .success(url.path, target: nil)], "timeout \(timeout)")
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import ImageFixtures
 import XCTest
 
 /// The LIFO queue, the concurrency cap, coalescing, and cache hits that skip the queue.
@@ -74,6 +75,76 @@ final class LoaderQueueTests: XCTestCase {
             return nil
         }
         XCTAssertEqual(Set(targets), [ObjectIdentifier(a), ObjectIdentifier(b), nil], "each request got its own callback")
+    }
+
+    /// Display sizes of one URL share its transfer; the body is decoded once per size.
+    func testDisplaySizesOfOneURLShareOneTransfer() throws {
+        let h = try LoaderHarness()
+        let big = try JPEGEncoder().encode(SyntheticImage.quadrants(width: 800, height: 600))
+        h.server.serve("/photo.jpg", big)
+        let url = h.server.url(path: "/photo.jpg")
+        h.server.hold(url)
+        let thumb = ImageRequest(url: url, targetSize: PixelSize(width: 100, height: 100))
+        let fit = ImageRequest(url: url, targetSize: PixelSize(width: 100, height: 100), contentMode: .aspectFit)
+        let sizes = Box<[PixelSize]>([])
+        let lock = NSLock()
+        let log = h.log.success
+        let record = ImageAction("record") { target, image, url in
+            lock.withLock { sizes.value = (sizes.value ?? []) + [image.size] }
+            log.handler(target, image, url)
+        }
+        for request in [ImageRequest(url: url), thumb, fit, thumb] {
+            h.loader.loadImage(request, target: nil, success: record, failure: h.log.failure)
+        }
+        wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        XCTAssertEqual(h.loader.activity.inFlight, 1)
+        XCTAssertEqual(h.loader.activity.queued, 0)
+        h.server.release(url)
+        wait(for: [h.log.outcomes(4, self)], timeout: 15)
+        XCTAssertEqual(h.server.requestCount(url), 1, "one transfer for every size")
+        XCTAssertEqual(
+            Set(lock.withLock { sizes.value ?? [] }),
+            [PixelSize(width: 800, height: 600), PixelSize(width: 133, height: 100), PixelSize(width: 100, height: 75)])
+        XCTAssertEqual(lock.withLock { sizes.value?.filter { $0 == PixelSize(width: 133, height: 100) }.count }, 2)
+        for request in [ImageRequest(url: url), thumb, fit] {
+            XCTAssertNotNil(h.cache.image(for: request.cacheKey), request.cacheKey.description)
+        }
+        XCTAssertTrue(h.log.events.filter { if case .failure = $0 { return true } else { return false } }.isEmpty)
+    }
+
+    /// Requests that share a transfer, a decode or a cached image each keep
+    /// their own pixel limit, whichever came first.
+    func testEachRequestKeepsItsOwnPixelLimit() throws {
+        for strictFirst in [true, false] {
+            let h = try LoaderHarness()
+            let png = try PNGEncoder().encode(SyntheticImage.solid(width: 300, height: 300, color: RGBA(r: 1, g: 2, b: 3)))
+            h.server.serve("/p.png", png)
+            let url = h.server.url(path: "/p.png")
+            h.server.hold(url)
+            let strict = ImageRequest(url: url, maxPixels: 1_000)
+            let lenient = ImageRequest(url: url)
+            let strictTarget = Target("strict")
+            let lenientTarget = Target("lenient")
+            let order = strictFirst ? [(strict, strictTarget), (lenient, lenientTarget)] : [(lenient, lenientTarget), (strict, strictTarget)]
+            for (request, target) in order {
+                h.loader.loadImage(request, target: target, success: h.log.success, failure: h.log.failure)
+            }
+            wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+            h.server.release(url)
+            wait(for: [h.log.outcomes(2, self)], timeout: 15)
+            XCTAssertEqual(h.server.requestCount(url), 1)
+            let events = h.log.events
+            XCTAssertTrue(events.contains(.success("/p.png", target: ObjectIdentifier(lenientTarget))), "\(events)")
+            XCTAssertTrue(events.contains(.failure("/p.png", target: ObjectIdentifier(strictTarget))), "\(events)")
+            guard case .decoding(let failure, _)? = h.log.errors["/p.png"] else { return XCTFail("expected a limits failure") }
+            XCTAssertEqual(failure.stage, .limits)
+
+            // A cache hit is checked against the new request's limit too.
+            h.loader.loadImage(strict, target: strictTarget, success: h.log.success, failure: h.log.failure)
+            wait(for: [h.log.outcomes(3, self)], timeout: 15)
+            XCTAssertEqual(h.log.events.filter { $0 == .failure("/p.png", target: ObjectIdentifier(strictTarget)) }.count, 2)
+            XCTAssertEqual(h.server.requestCount(url), 1, "from the cache")
+        }
     }
 
     /// The shared transfer is cancelled only when no request needs it.

@@ -52,6 +52,10 @@ final class DataLoaderTests: XCTestCase {
                 c.write(Data(repeating: 0x42, count: 64 * 1024))
                 c.close()
             },
+            "/no-status-line": { _, c in
+                c.write("not HTTP at all\r\n\r\n")
+                c.close()
+            },
             "/cut": { _, c in
                 c.write("HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n")
                 c.write(Data(repeating: 0x43, count: 100))
@@ -193,6 +197,34 @@ final class DataLoaderTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(load(file)).get().data, body)
         let missing = FileManager.default.temporaryDirectory.appendingPathComponent("missing-\(UUID().uuidString).png")
         XCTAssertEqual(loadError(missing), .fileNotFound(missing))
+    }
+
+    /// A `file` URL must name a regular file: a FIFO with no writer used to
+    /// block the transport thread (and every other transfer) for good.
+    func testFileURLsMustBeRegularFilesWithinTheLimit() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("loader-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("pipe")
+        XCTAssertEqual(mkfifo(fifo.path, 0o600), 0)
+        XCTAssertEqual(loadError(fifo), .fileNotFound(fifo))
+        XCTAssertEqual(loadError(directory), .fileNotFound(directory))
+        // The transport thread is free.
+        XCTAssertEqual(try XCTUnwrap(load(server.url("/ok"))).get().data, body)
+
+        let big = directory.appendingPathComponent("big.bin")
+        try Data(count: 2_000).write(to: big)
+        XCTAssertEqual(loadError(big, configuration: TransportConfiguration(maxBodySize: 1_999)), .bodyTooLarge(big, limit: 1_999))
+        XCTAssertEqual(try XCTUnwrap(load(big, configuration: TransportConfiguration(maxBodySize: 2_000))).get().data.count, 2_000)
+    }
+
+    /// A reply without an HTTP status line is a transport failure, not a refused redirect.
+    func testResponseWithoutStatusLine() {
+        guard case .transport(let url, _, let message)? = loadError(server.url("/no-status-line")) else {
+            return XCTFail("expected a transport error")
+        }
+        XCTAssertEqual(url, server.url("/no-status-line"))
+        XCTAssertFalse(message.isEmpty)
     }
 
     func testUnsupportedSchemesFailAtOnce() throws {
