@@ -68,6 +68,7 @@ let package = Package(
             name: "asyncimage-bench",
             dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "CPNG", "CGIF"],
             path: "Benchmarks",
+            exclude: ["reference"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // The decoders' libFuzzer target (see Fuzz/run).
