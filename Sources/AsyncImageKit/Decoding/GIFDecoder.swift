@@ -125,8 +125,11 @@ public struct GIFDecoder: ImageDecoding {
                     let what =
                         frameWidth * frameHeight > screenPixels
                         ? "frame \(index) is \(frameWidth)x\(frameHeight) on a \(width)x\(height) screen"
-                        : "\(index + 1) frames of \(width)x\(height) are \((index + 1) * screenPixels) pixels"
-                    throw failure(.limits, "\(what), over the limit of \(maxPixels)")
+                        : "\(index + 1) frames of \(width)x\(height)"
+                    throw failure(
+                        .limits,
+                        "\(what): \(decodedPixels + framePixels) pixels counted (at least \(Self.minimumFramePixels) a frame), over the limit of \(maxPixels)"
+                    )
                 }
                 decodedPixels += framePixels
                 guard let colorMap = desc.ColorMap ?? gif.pointee.SColorMap else {
@@ -202,9 +205,11 @@ public struct GIFDecoder: ImageDecoding {
 
         guard !frames.isEmpty else { throw failure(.pixels, "the file holds no image") }
         if frames.count == 1 { frames = [ImageFrame(pixels: frames[0].pixels, duration: 0)] }
+        var info = DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))
+        info.countedPixels = decodedPixels
         return Image(
             width: width, height: height, bytesPerRow: width * 4, frames: frames, format: .gif,
-            loopCount: loopCount)
+            loopCount: loopCount, decodeInfo: info)
     }
 
     /// The file-order row sequence of an interlaced image: rows 0, 8, 16...,

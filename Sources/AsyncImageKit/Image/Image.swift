@@ -163,6 +163,11 @@ public struct DecodeInfo: Sendable, Hashable {
     /// resize and orientation: the full size unless the decode was downsampled
     /// by DCT scaling.
     public let decodedSize: PixelSize
+    /// The pixels the decoder counted against `maxPixels`, when it counts
+    /// more than the source size times the frames (GIF: frames larger than
+    /// the screen, and a minimum per frame). Checked again for each request
+    /// that shares the image.
+    var countedPixels: Int?
 
     /// Creates decode information.
     public init(scaleDenominator: Int, decodedSize: PixelSize) {

@@ -80,7 +80,7 @@ public final class AsyncImageLoader: Sendable {
     /// Where decoded images are kept (nil: no caching). A change affects later requests only.
     public var cache: ImageCache? {
         get { state.withLock { $0.cache } }
-        set { state.withLock { $0.cache = newValue } }
+        set { replace(\.cache, with: newValue) }
     }
 
     /// The most transfers in flight at once (default 2): a true cap. A transfer
@@ -106,20 +106,20 @@ public final class AsyncImageLoader: Sendable {
     /// Use a serial queue: per-target order is kept by running deliveries one at a time.
     public var deliveryQueue: DispatchQueue {
         get { state.withLock { $0.deliveryQueue } }
-        set { state.withLock { $0.deliveryQueue = newValue } }
+        set { replace(\.deliveryQueue, with: newValue) }
     }
 
     /// Where `didFinish`/`didFail` are posted (default `NotificationCenter.default`).
     public var notificationCenter: NotificationCenter {
         get { state.withLock { $0.notificationCenter } }
-        set { state.withLock { $0.notificationCenter = newValue } }
+        set { replace(\.notificationCenter, with: newValue) }
     }
 
     /// Called with every ``LoaderEvent`` (from the loader's own threads, never
     /// under its lock; keep it quick). nil (the default) costs nothing.
     public var eventMonitor: (@Sendable (LoaderEvent) -> Void)? {
         get { state.withLock { $0.eventMonitor } }
-        set { state.withLock { $0.eventMonitor = newValue } }
+        set { replace(\.eventMonitor, with: newValue) }
     }
 
     /// A snapshot of what the loader is doing.
@@ -206,6 +206,14 @@ public final class AsyncImageLoader: Sendable {
     }
 
     // MARK: Internals
+
+    /// Sets a setting; the old value's last release (a cache, a closure and
+    /// what it captured) happens after the lock, where a `deinit` may call back in.
+    private func replace<Value>(_ setting: WritableKeyPath<LoaderState, Value>, with newValue: Value) {
+        var old = newValue
+        state.withLock { swap(&$0[keyPath: setting], &old) }
+        withExtendedLifetime(old) {}
+    }
 
     /// Reports `kind` for `records` to the event monitor, after the lock is released.
     func report(_ kind: LoaderEvent.Kind, _ records: [LoadRequest], _ state: inout LoaderState, _ effects: inout Effects) {
@@ -353,7 +361,9 @@ public final class AsyncImageLoader: Sendable {
                 // A request that joined with a higher pixel limit than this
                 // decode had is decoded again rather than failed by a lower one.
                 func decodeAgain(_ record: LoadRequest) -> Bool {
-                    guard case .failure(.decoding(let failure, _)) = outcome, failure.stage == .limits else { return false }
+                    guard case .failure(.decoding(let failure, _)) = outcome, failure.stage == .limits,
+                        failure.reason.contains("over the limit of")  // not the JPEG scan limit
+                    else { return false }
                     return record.request.options.maxPixels > options.maxPixels
                 }
                 var delivered: Set<UInt64> = []

@@ -1,10 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Reads `file` URLs off the transport thread.
 ///
@@ -40,7 +36,10 @@ enum FileReader {
         while true {
             if total == data.count {
                 guard total <= limit else { return .failure(.bodyTooLarge(url, limit: limit)) }
-                data.count = min(limit + 1, max(total * 2, 4096))
+                // Room for one byte past the limit, to tell "exactly the limit" from "over".
+                let (ceiling, overflow) = limit.addingReportingOverflow(1)
+                data.count = min(overflow ? limit : ceiling, max(total * 2, 4096))
+                guard data.count > total else { return .failure(.bodyTooLarge(url, limit: limit)) }
             }
             let room = data.count - total
             let count = data.withUnsafeMutableBytes { raw in

@@ -187,4 +187,34 @@ final class CancellationTests: XCTestCase {
         h.server.release(url)
         XCTAssertEqual(h.loader.activity.pendingRequests, 0)
     }
+
+    /// Replacing a setting releases the old value (here an event monitor
+    /// closure holding an object whose `deinit` calls the loader) after the
+    /// loader's lock, not under it.
+    func testReplacingASettingDoesNotReleaseUnderTheLock() throws {
+        final class Probe: @unchecked Sendable {
+            let loader: AsyncImageLoader
+            let gone: XCTestExpectation
+            init(_ loader: AsyncImageLoader, _ gone: XCTestExpectation) {
+                self.loader = loader
+                self.gone = gone
+            }
+            deinit {
+                loader.cancelLoadingImages(target: self)
+                gone.fulfill()
+            }
+        }
+        let h = try LoaderHarness()
+        let gone = expectation(description: "the monitor's probe was released and its deinit returned")
+        do {
+            let probe = Probe(h.loader, gone)
+            h.loader.eventMonitor = { _ in withExtendedLifetime(probe) {} }
+        }
+        let loader = h.loader
+        DispatchQueue.global().async { loader.eventMonitor = nil }
+        guard XCTWaiter().wait(for: [gone], timeout: 15) == .completed else {
+            return XCTFail("deadlock: the probe's deinit never returned")
+        }
+        XCTAssertNil(h.loader.eventMonitor)
+    }
 }

@@ -115,13 +115,20 @@ final class LoaderQueueTests: XCTestCase {
     /// Requests that share a transfer, a decode or a cached image each keep
     /// their own pixel limit, whichever came first.
     func testEachRequestKeepsItsOwnPixelLimit() throws {
+        let png = try PNGEncoder().encode(SyntheticImage.solid(width: 300, height: 300, color: RGBA(r: 1, g: 2, b: 3)))
+        // Two 1x1 frames: 2 pixels of image, but the GIF decoder counts each
+        // frame as at least 256, so 300 is too little on its own.
+        let gif = try GIFWriter.encode(
+            width: 1, height: 1, globalPalette: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 255, g: 255, b: 255)],
+            frames: [GIFFrameSpec.filled(1, width: 1, height: 1), GIFFrameSpec.filled(0, width: 1, height: 1)])
+        XCTAssertThrowsError(try ImageDecoder().decode(gif, options: DecodingOptions(maxPixels: 300)))
+        for (body, limit) in [(png, 1_000), (gif, 300)] {
         for strictFirst in [true, false] {
             let h = try LoaderHarness()
-            let png = try PNGEncoder().encode(SyntheticImage.solid(width: 300, height: 300, color: RGBA(r: 1, g: 2, b: 3)))
-            h.server.serve("/p.png", png)
+            h.server.serve("/p.png", body)
             let url = h.server.url(path: "/p.png")
             h.server.hold(url)
-            let strict = ImageRequest(url: url, maxPixels: 1_000)
+            let strict = ImageRequest(url: url, maxPixels: limit)
             let lenient = ImageRequest(url: url)
             let strictTarget = Target("strict")
             let lenientTarget = Target("lenient")
@@ -144,6 +151,7 @@ final class LoaderQueueTests: XCTestCase {
             wait(for: [h.log.outcomes(3, self)], timeout: 15)
             XCTAssertEqual(h.log.events.filter { $0 == .failure("/p.png", target: ObjectIdentifier(strictTarget)) }.count, 2)
             XCTAssertEqual(h.server.requestCount(url), 1, "from the cache")
+        }
         }
     }
 
