@@ -156,25 +156,12 @@ final class CancellationTests: XCTestCase {
     /// original AsyncImageView's `dealloc` did. Its last release must come
     /// after the loader's lock is let go, or the call deadlocks.
     func testDeinitThatCallsTheLoaderDoesNotDeadlock() throws {
-        final class Owner: @unchecked Sendable {
-            let loader: AsyncImageLoader
-            let gone: XCTestExpectation
-            init(_ loader: AsyncImageLoader, _ gone: XCTestExpectation) {
-                self.loader = loader
-                self.gone = gone
-            }
-            deinit {
-                loader.cancelLoadingImages(target: self)
-                _ = loader.activity
-                gone.fulfill()
-            }
-        }
         let h = try LoaderHarness()
         let url = h.server.url(21)
         h.server.hold(url)
         let gone = expectation(description: "the owner's deinit ran and returned")
         do {
-            let owner = Owner(h.loader, gone)
+            let owner = ReentrantOwner(h.loader, gone)
             let action = ImageAction("owned") { _, _, _ in withExtendedLifetime(owner) {} }
             h.loader.loadImage(ImageRequest(url: url), target: nil, success: action)
         }
@@ -192,22 +179,10 @@ final class CancellationTests: XCTestCase {
     /// closure holding an object whose `deinit` calls the loader) after the
     /// loader's lock, not under it.
     func testReplacingASettingDoesNotReleaseUnderTheLock() throws {
-        final class Probe: @unchecked Sendable {
-            let loader: AsyncImageLoader
-            let gone: XCTestExpectation
-            init(_ loader: AsyncImageLoader, _ gone: XCTestExpectation) {
-                self.loader = loader
-                self.gone = gone
-            }
-            deinit {
-                loader.cancelLoadingImages(target: self)
-                gone.fulfill()
-            }
-        }
         let h = try LoaderHarness()
         let gone = expectation(description: "the monitor's probe was released and its deinit returned")
         do {
-            let probe = Probe(h.loader, gone)
+            let probe = ReentrantOwner(h.loader, gone)
             h.loader.eventMonitor = { _ in withExtendedLifetime(probe) {} }
         }
         let loader = h.loader
@@ -216,5 +191,24 @@ final class CancellationTests: XCTestCase {
             return XCTFail("deadlock: the probe's deinit never returned")
         }
         XCTAssertNil(h.loader.eventMonitor)
+    }
+}
+
+/// An object whose `deinit` calls the loader again (as the original
+/// AsyncImageView's `dealloc` did), then fulfils `gone`: released under the
+/// loader's lock, it would deadlock.
+private final class ReentrantOwner: @unchecked Sendable {
+    let loader: AsyncImageLoader
+    let gone: XCTestExpectation
+
+    init(_ loader: AsyncImageLoader, _ gone: XCTestExpectation) {
+        self.loader = loader
+        self.gone = gone
+    }
+
+    deinit {
+        loader.cancelLoadingImages(target: self)
+        _ = loader.activity
+        gone.fulfill()
     }
 }

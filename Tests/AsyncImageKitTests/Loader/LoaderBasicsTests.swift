@@ -248,18 +248,9 @@ final class LoaderBasicsTests: XCTestCase {
     func testCancellingTheSwiftTaskCancelsTheRequest() async throws {
         let h = try LoaderHarness()
         let url = h.server.url(12)
-        h.server.hold(url)
-        let arrived = h.server.arrival(of: url, self)
-        let loader = h.loader
-        let task = Task { try await loader.image(for: url) }
-        await fulfillment(of: [arrived], timeout: 15)
+        let task = try await heldAsyncLoad(url, h)
         task.cancel()
-        do {
-            _ = try await task.value
-            XCTFail("expected cancellation")
-        } catch {
-            XCTAssertTrue(error is CancellationError, "\(error)")
-        }
+        await assertCancelled(task)
         XCTAssertTrue(try XCTUnwrap(h.server.connection(url)).waitForPeerClose(timeout: 10))
         XCTAssertEqual(h.loader.activity.pendingRequests, 0)
     }
@@ -269,21 +260,12 @@ final class LoaderBasicsTests: XCTestCase {
     func testAsyncImageEndsWhenItsRequestIsCancelledByURL() async throws {
         let h = try LoaderHarness()
         let url = h.server.url(13)
-        h.server.hold(url)
-        let arrived = h.server.arrival(of: url, self)
-        let loader = h.loader
-        let task = Task { try await loader.image(for: url) }
-        await fulfillment(of: [arrived], timeout: 15)
-        loader.cancelLoading(url: url)
+        let task = try await heldAsyncLoad(url, h)
+        h.loader.cancelLoading(url: url)
         h.server.release(url)
-        do {
-            _ = try await task.value
-            XCTFail("expected cancellation")
-        } catch {
-            XCTAssertTrue(error is CancellationError, "\(error)")
-        }
-        XCTAssertEqual(loader.activity.pendingRequests, 0)
-        XCTAssertEqual(loader.activity.cancelled, 1)
+        await assertCancelled(task)
+        XCTAssertEqual(h.loader.activity.pendingRequests, 0)
+        XCTAssertEqual(h.loader.activity.cancelled, 1)
     }
 
     /// Zero, negative, NaN and infinite timeouts mean "no limit": the load
@@ -300,6 +282,25 @@ final class LoaderBasicsTests: XCTestCase {
             wait(for: [h.log.outcomes(1, self)], timeout: 15)
             XCTAssertEqual(
                 h.log.events, [.notified(url.path, finished: true), .success(url.path, target: nil)], "timeout \(timeout)")
+        }
+    }
+
+    /// `image(for: url)` in a task, once its request has reached the server (which holds it).
+    private func heldAsyncLoad(_ url: URL, _ h: LoaderHarness) async throws -> Task<Image, Error> {
+        h.server.hold(url)
+        let arrived = h.server.arrival(of: url, self)
+        let loader = h.loader
+        let task = Task { try await loader.image(for: url) }
+        await fulfillment(of: [arrived], timeout: 15)
+        return task
+    }
+
+    private func assertCancelled(_ task: Task<Image, Error>, line: UInt = #line) async {
+        do {
+            _ = try await task.value
+            XCTFail("expected cancellation", line: line)
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)", line: line)
         }
     }
 }
