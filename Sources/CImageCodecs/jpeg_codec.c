@@ -95,7 +95,7 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int m
         jpeg_destroy_decompress(&cinfo);
         if (pixels) allocator->release(pixels, pixels_size);
         result->pixels = NULL;
-        result->stage = progress.over_limit ? AIV_STAGE_LIMITS : stage;
+        result->stage = progress.over_limit ? AIV_STAGE_SCANS : stage;
         return -1;
     }
     jpeg_create_decompress(&cinfo);
@@ -160,7 +160,16 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int m
 
     stage = AIV_STAGE_PIXELS;
     JSAMPROW rows[16];
+    int progress_done = allocator->progress == NULL;
     while (cinfo.output_scanline < cinfo.output_height) {
+        if (!progress_done) {
+            progress_done = allocator->progress(pixels, pixels_size, (size_t)cinfo.output_scanline * row_bytes);
+            if (progress_done < 0) {
+                stage = AIV_STAGE_MEMORY;
+                snprintf(result->message, sizeof(result->message), "out of memory while decoding");
+                longjmp(err.jump, 1);
+            }
+        }
         JDIMENSION first = cinfo.output_scanline;
         int count = 0;
         for (; count < 16 && first + (JDIMENSION)count < cinfo.output_height; count++) {

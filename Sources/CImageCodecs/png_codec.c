@@ -120,7 +120,7 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     if (!(color_type & PNG_COLOR_MASK_ALPHA) && !png_get_valid(png, info, PNG_INFO_tRNS)) {
         png_set_add_alpha(png, 0xff, PNG_FILLER_AFTER);
     }
-    (void)png_set_interlace_handling(png);
+    int passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
 
     size_t row_bytes = png_get_rowbytes(png, info);
@@ -142,7 +142,24 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     for (png_uint_32 y = 0; y < height; y++) rows[y] = pixels + (size_t)y * row_bytes;
 
     stage = AIV_STAGE_PIXELS;
-    png_read_image(png, rows);
+    if (passes > 1 || allocator->progress == NULL) {
+        png_read_image(png, rows);  /* Adam7 writes every row in each pass */
+    } else {
+        int progress_done = 0;
+        for (png_uint_32 y = 0; y < height;) {
+            if (!progress_done) {
+                progress_done = allocator->progress(pixels, pixels_size, (size_t)y * row_bytes);
+                if (progress_done < 0) {
+                    stage = AIV_STAGE_MEMORY;
+                    snprintf(result->message, sizeof(result->message), "out of memory while decoding");
+                    png_longjmp(png, 1);
+                }
+            }
+            png_uint_32 count = height - y < 16 ? height - y : 16;
+            png_read_rows(png, rows + y, NULL, count);
+            y += count;
+        }
+    }
     stage = AIV_STAGE_TRAILER;
     png_read_end(png, NULL);
 

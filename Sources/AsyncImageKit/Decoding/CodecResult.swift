@@ -15,13 +15,16 @@ extension aiv_decode_result {
     /// The failure stage the C side reported.
     var failureStage: DecodingFailure.Stage {
         switch stage {
-        case AIV_STAGE_LIMITS: return .limits
+        case AIV_STAGE_LIMITS, AIV_STAGE_SCANS: return .limits
         case AIV_STAGE_PIXELS: return .pixels
         case AIV_STAGE_TRAILER: return .trailer
         case AIV_STAGE_MEMORY: return .memory
         default: return .header
         }
     }
+
+    /// Whether the pixel limit refused the image (not the scan limit).
+    var isPixelLimit: Bool { stage == AIV_STAGE_LIMITS }
 
     /// Takes ownership of the decoded pixels.
     mutating func takePixels() -> Data {

@@ -45,6 +45,6 @@ public struct DecodingOptions: Sendable, Hashable {
         let frames = image.frames.count > 1 ? " in \(image.frames.count) frames" : ""
         return DecodingFailure(
             format: image.format, stage: .limits,
-            reason: "\(size.width)x\(size.height)\(frames) is over the limit of \(maxPixels) pixels")
+            reason: "\(size.width)x\(size.height)\(frames) is over the limit of \(maxPixels) pixels", isPixelLimit: true)
     }
 }

@@ -63,7 +63,7 @@ public struct GIFDecoder: ImageDecoding {
         guard width > 0, height > 0 else { throw failure(.header, "logical screen is \(width)x\(height)") }
         let screenPixels = width * height
         guard screenPixels <= maxPixels else {
-            throw failure(.limits, "\(width)x\(height) is \(screenPixels) pixels, over the limit of \(maxPixels)")
+            throw failure(.limits, "\(width)x\(height) is \(screenPixels) pixels, over the limit of \(maxPixels)", pixelLimit: true)
         }
 
         var canvas = [UInt32](repeating: 0, count: screenPixels)
@@ -128,8 +128,8 @@ public struct GIFDecoder: ImageDecoding {
                         : "\(index + 1) frames of \(width)x\(height)"
                     throw failure(
                         .limits,
-                        "\(what): \(decodedPixels + framePixels) pixels counted (at least \(Self.minimumFramePixels) a frame), over the limit of \(maxPixels)"
-                    )
+                        "\(what): \(decodedPixels + framePixels) pixels counted (at least \(Self.minimumFramePixels) a frame), over the limit of \(maxPixels)",
+                        pixelLimit: true)
                 }
                 decodedPixels += framePixels
                 guard let colorMap = desc.ColorMap ?? gif.pointee.SColorMap else {

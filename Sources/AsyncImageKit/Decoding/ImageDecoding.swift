@@ -19,7 +19,7 @@ extension ImageDecoding {
         try decode(data, options: DecodingOptions())
     }
 
-    func failure(_ stage: DecodingFailure.Stage, _ reason: String) -> AsyncImageError {
-        .decoding(DecodingFailure(format: format, stage: stage, reason: reason), url: nil)
+    func failure(_ stage: DecodingFailure.Stage, _ reason: String, pixelLimit: Bool = false) -> AsyncImageError {
+        .decoding(DecodingFailure(format: format, stage: stage, reason: reason, isPixelLimit: pixelLimit), url: nil)
     }
 }

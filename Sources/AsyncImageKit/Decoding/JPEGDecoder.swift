@@ -41,7 +41,7 @@ public struct JPEGDecoder: ImageDecoding {
                     UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, &result)
             }
         }
-        guard status == 0 else { throw failure(result.failureStage, result.messageText) }
+        guard status == 0 else { throw failure(result.failureStage, result.messageText, pixelLimit: result.isPixelLimit) }
 
         let width = Int(result.width)
         let height = Int(result.height)

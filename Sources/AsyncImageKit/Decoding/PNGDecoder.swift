@@ -21,7 +21,7 @@ public struct PNGDecoder: ImageDecoding {
                 aiv_png_decode(bytes, count, UInt64(max(0, options.maxPixels)), allocator, &result)
             }
         }
-        guard status == 0 else { throw failure(result.failureStage, result.messageText) }
+        guard status == 0 else { throw failure(result.failureStage, result.messageText, pixelLimit: result.isPixelLimit) }
         let pixels = result.takePixels()
         let image = Image(
             width: Int(result.width), height: Int(result.height), bytesPerRow: Int(result.bytes_per_row),

@@ -96,12 +96,33 @@ public struct DecodingFailure: Sendable, Hashable, CustomStringConvertible {
     public let stage: Stage
     /// What was wrong, in the codec library's words where it gave any.
     public let reason: String
+    /// Whether the pixel limit (``DecodingOptions/maxPixels``) refused the
+    /// image, rather than another limit (a JPEG's scan count): a request
+    /// with a higher limit that shares the body is then decoded again.
+    let isPixelLimit: Bool
 
     /// Creates a failure.
     public init(format: ImageFormat?, stage: Stage, reason: String) {
+        self.init(format: format, stage: stage, reason: reason, isPixelLimit: false)
+    }
+
+    init(format: ImageFormat?, stage: Stage, reason: String, isPixelLimit: Bool) {
         self.format = format
         self.stage = stage
         self.reason = reason
+        self.isPixelLimit = isPixelLimit
+    }
+
+    /// Equal when format, stage and reason are.
+    public static func == (a: DecodingFailure, b: DecodingFailure) -> Bool {
+        a.format == b.format && a.stage == b.stage && a.reason == b.reason
+    }
+
+    /// Hashes format, stage and reason.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(format)
+        hasher.combine(stage)
+        hasher.combine(reason)
     }
 
     /// `"cannot decode jpeg (pixels): Premature end of JPEG file"`.

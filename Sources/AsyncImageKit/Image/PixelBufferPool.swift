@@ -1,3 +1,4 @@
+import CImageCodecs
 import Foundation
 
 #if canImport(Glibc)
@@ -13,6 +14,13 @@ import Foundation
 /// owns one is released (delivered and dropped, or evicted from an
 /// ``ImageCache``) the buffer waits here for the next decode instead of going
 /// back to the kernel.
+///
+/// A released buffer need not wait for the next decode to start: a decode
+/// that is writing a fresh buffer front to back (JPEG, non-interlaced PNG)
+/// gets the waiting buffer's pages moved (`mremap`, no copy) under the rows
+/// it has not written yet, within a few rows (``Statistics/refills``). So
+/// while decodes run, a released buffer costs no memory of its own for
+/// longer than that.
 ///
 /// What it may keep is bounded three ways: at most ``countLimit`` buffers and
 /// ``byteLimit`` resident bytes, each for at most ``idleLifetime`` seconds
@@ -38,6 +46,9 @@ public final class PixelBufferPool: Sendable {
         public var mapped = 0
         /// Buffers handed out again from the pool.
         public var reused = 0
+        /// Waiting buffers whose pages were moved under a fresh buffer being
+        /// decoded into (see ``PixelBufferPool``).
+        public var refills = 0
         /// Buffers given back to the kernel (over a limit, idle, purged, or too small to reuse).
         public var unmapped = 0
         /// Buffers waiting in the pool now.
@@ -54,6 +65,11 @@ public final class PixelBufferPool: Sendable {
         let capacity: Int
         /// Bytes that may be resident (written since mapped, and not discarded).
         var resident: Int
+        /// From here on (in use) the buffer has neither been written nor
+        /// refilled: pages there may still be moved in from a waiting buffer.
+        var untouched = 0
+        /// Part of it could not be mapped again after a failed refill: never reused.
+        var damaged = false
         /// When it entered the pool (`DispatchTime` nanoseconds).
         var since: UInt64 = 0
     }
@@ -166,8 +182,9 @@ public final class PixelBufferPool: Sendable {
         let touched = Self.roundUpToHugePage(count)
         guard count >= 0, touched >= count else { return nil }  // overflow
         // The smallest waiting buffer that is big enough; failing that, the
-        // biggest one that is not is unmapped, so that its pages do not stay
-        // resident beside the fresh buffer.
+        // biggest one that is not has its pages moved under the start of a
+        // fresh buffer (so they neither stay resident beside it nor go to
+        // waste), and the rest of it is unmapped.
         let (found, victim) = state.withLock { state -> (Buffer?, Buffer?) in
             var best: Int?
             var largest: Int?
@@ -188,10 +205,10 @@ public final class PixelBufferPool: Sendable {
             state.statistics.reused += 1
             var taken = buffer
             taken.resident = touched
+            taken.untouched = touched
             state.outstanding[UInt(bitPattern: buffer.address)] = taken
             return (buffer, nil)
         }
-        if let victim { Self.unmap(victim) }
         if let found {
             // Pages past what this image needs go back to the kernel now.
             if found.resident > touched {
@@ -199,10 +216,25 @@ public final class PixelBufferPool: Sendable {
             }
             return found.address
         }
-        guard var buffer = Self.map(Self.sizeClass(touched)) ?? Self.map(touched) else { return nil }
+        guard var buffer = Self.map(Self.sizeClass(touched)) ?? Self.map(touched) else {
+            if let victim { Self.unmap(victim) }
+            return nil
+        }
         buffer.resident = touched
+        // The too-small buffer's pages go under the start of the fresh one.
+        if let victim {
+            let moved = aiv_move_pages(victim.address, min(victim.resident, touched), buffer.address, Self.hugePageSize)
+            guard moved >= 0 else {
+                Self.unmap(victim)
+                Self.unmap(buffer)
+                return nil
+            }
+            if victim.capacity > moved { munmap(victim.address + moved, victim.capacity - moved) }
+            buffer.untouched = moved
+        }
         state.withLock { state in
             state.statistics.mapped += 1
+            if victim != nil { state.statistics.refills += 1 }
             state.outstanding[UInt(bitPattern: buffer.address)] = buffer
         }
         return buffer.address
@@ -215,7 +247,7 @@ public final class PixelBufferPool: Sendable {
             guard var buffer = state.outstanding.removeValue(forKey: UInt(bitPattern: address)) else {
                 preconditionFailure("PixelBufferPool: a buffer it did not hand out")
             }
-            guard state.countLimit > 0, buffer.resident <= state.byteLimit else {
+            guard state.countLimit > 0, buffer.resident <= state.byteLimit, !buffer.damaged else {
                 state.statistics.unmapped += 1
                 return ([buffer], nil)
             }
@@ -232,6 +264,55 @@ public final class PixelBufferPool: Sendable {
         }
         dropped.forEach(Self.unmap)
         if let (delay, generation) = scheduleTrim { self.scheduleTrim(after: delay, generation: generation) }
+    }
+
+    /// What ``refill(_:written:)`` asks of its caller.
+    enum Refill {
+        /// Call again after more rows: the pool may have a buffer by then.
+        case later
+        /// Nothing more to gain for this buffer.
+        case done
+        /// Part of the buffer could not be mapped again: fail the decode.
+        case failed
+    }
+
+    /// Called by a decoder writing `address` (a buffer from ``take(_:)``)
+    /// front to back, `written` bytes so far. If the buffer was freshly
+    /// mapped and a released buffer is waiting, the waiting buffer's pages
+    /// are moved (`mremap`, no copy) under the part not yet written: the
+    /// decoder writes into pages the kernel need not zero, and the waiting
+    /// buffer stops costing memory of its own (what was not moved goes back
+    /// to the kernel). A released buffer so waits for the next row of any
+    /// running decode, not for the next decode to start.
+    func refill(_ address: UnsafeMutablePointer<UInt8>, written: Int) -> Refill {
+        let start = written <= 0 ? 0 : Self.roundUpToHugePage(written)
+        guard start >= 0 else { return .done }
+        let (move, result) = state.withLock { state -> ((source: Buffer, offset: Int, count: Int)?, Refill) in
+            let key = UInt(bitPattern: address)
+            guard var target = state.outstanding[key] else { return (nil, .done) }
+            let offset = max(start, target.untouched)
+            guard offset < target.resident else { return (nil, .done) }
+            guard let source = state.pooled.popLast() else { return (nil, .later) }
+            state.pooledBytes -= source.resident
+            let count = min(source.resident, target.resident - offset)
+            target.untouched = offset + count
+            state.outstanding[key] = target
+            state.statistics.refills += 1
+            state.statistics.unmapped += 1
+            return ((source, offset, count), target.untouched >= target.resident ? .done : .later)
+        }
+        guard let move else { return result }
+        let moved = aiv_move_pages(move.source.address, move.count, address + move.offset, Self.hugePageSize)
+        guard moved >= 0 else {
+            munmap(move.source.address, move.source.capacity)
+            state.withLock { $0.outstanding[UInt(bitPattern: address)]?.damaged = true }
+            return .failed
+        }
+        // What was not moved of the source goes back to the kernel.
+        if move.source.capacity > moved {
+            munmap(move.source.address + moved, move.source.capacity - moved)
+        }
+        return result
     }
 
     // MARK: Limits

@@ -37,6 +37,14 @@ enum PixelMemory {
         allocate: { count in PixelMemory.allocate(count) },
         release: { pointer, count in
             if let pointer { PixelMemory.release(pointer, count: count) }
+        },
+        progress: { pointer, count, written in
+            guard let pointer, count >= largeSize else { return 1 }
+            switch PixelBufferPool.shared.refill(pointer, written: written) {
+            case .later: return 0
+            case .done: return 1
+            case .failed: return -1
+            }
         })
 
     /// Wraps a buffer from ``allocate(_:)`` (or a decode) in `Data`, which gives it back.

@@ -260,10 +260,19 @@ public final class AsyncImageLoader: Sendable {
             job.requests.append(record)
             record.job = job
             self.report(.queued, [record], &state, &effects)
+            // A request that joins late sees the steps it missed.
             switch job.phase {
             case .queued: state.queue.push(job)
             case .loading: self.report(.loading, [record], &state, &effects)
-            default: break
+            case .awaitingDecoder(let data):
+                self.report(.loading, [record], &state, &effects)
+                self.report(.transferred(bytes: data.count), [record], &state, &effects)
+            case .decoding(let data, let key):
+                self.report(.loading, [record], &state, &effects)
+                self.report(.transferred(bytes: data.count), [record], &state, &effects)
+                // Its size is decoding now; otherwise `.decoding` comes when its size is next.
+                if key == request.cacheKey { self.report(.decoding, [record], &state, &effects) }
+            case .finished: break  // not reachable: a finished job has left `jobs`
             }
             self.pump(&state, &effects)
         }
@@ -334,12 +343,13 @@ public final class AsyncImageLoader: Sendable {
             guard case .awaitingDecoder(let data) = job.phase else { continue }
             state.inFlight -= 1
             state.decoding += 1
-            job.phase = .decoding(data)
             guard let next = job.nextDecode() else {
+                job.phase = .decoding(data, key: nil)
                 state.decoding -= 1
                 finish(job, &state)
                 continue
             }
+            job.phase = .decoding(data, key: next.key)
             report(.decoding, job.requests.filter { $0.request.cacheKey == next.key }, &state, &effects)
             effects.append { self.decodeQueue.async { self.decode(job, data, next.key, next.options) } }
         }
@@ -361,9 +371,7 @@ public final class AsyncImageLoader: Sendable {
                 // A request that joined with a higher pixel limit than this
                 // decode had is decoded again rather than failed by a lower one.
                 func decodeAgain(_ record: LoadRequest) -> Bool {
-                    guard case .failure(.decoding(let failure, _)) = outcome, failure.stage == .limits,
-                        failure.reason.contains("over the limit of")  // not the JPEG scan limit
-                    else { return false }
+                    guard case .failure(.decoding(let failure, _)) = outcome, failure.isPixelLimit else { return false }
                     return record.request.options.maxPixels > options.maxPixels
                 }
                 var delivered: Set<UInt64> = []
@@ -376,6 +384,7 @@ public final class AsyncImageLoader: Sendable {
                 }
                 job.requests.removeAll { delivered.contains($0.id) || $0.state != .pending }
                 if let next = job.nextDecode() {
+                    job.phase = .decoding(data, key: next.key)
                     self.report(.decoding, job.requests.filter { $0.request.cacheKey == next.key }, &state, &effects)
                     return next
                 }

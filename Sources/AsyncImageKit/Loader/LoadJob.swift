@@ -18,7 +18,8 @@ final class LoadJob: @unchecked Sendable {
         case queued
         case loading(DataTask)
         case awaitingDecoder(Data)
-        case decoding(Data)
+        /// Decoding the body; `key` is the size being decoded now.
+        case decoding(Data, key: ImageCacheKey?)
         case finished
     }
 

@@ -86,10 +86,11 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,file"))
-        set(aiv_curl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        set(aiv_curl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, Self.redirectSchemes.sorted().joined(separator: ",")))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, max(0, configuration.maxRedirects)))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.connectMilliseconds(configuration.timeout)))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_FAILONERROR, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
@@ -109,10 +110,23 @@ final class CurlTransfer: @unchecked Sendable {
         return easy
     }
 
+    /// The schemes a redirect may lead to (`CURLOPT_REDIR_PROTOCOLS_STR`).
+    static let redirectSchemes: Set<String> = ["http", "https"]
+
     /// libcurl's timeout for `seconds`: 0 (none) unless it is finite and positive.
     static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 0 }
         return max(1, Int(min(seconds * 1000, 1e15).rounded(.up)))
+    }
+
+    /// libcurl's connect timeout for `seconds`: the same limit as the whole
+    /// transfer. libcurl's own default (300 s) would otherwise apply to the
+    /// connection under "no limit", and cut a longer limit short. Its cap is
+    /// `INT_MAX` ms (24.8 days), which is what "no limit" gets.
+    static func connectMilliseconds(_ seconds: Double) -> Int {
+        let total = milliseconds(seconds)
+        let cap = Int(Int32.max)
+        return total == 0 ? cap : min(total, cap)
     }
 
     /// Appends body bytes; returns fewer than `count` (aborting the transfer) past the size limit.
@@ -179,8 +193,10 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
         case CURLE_TOO_MANY_REDIRECTS:
             return .failure(.tooManyRedirects(url, limit: configuration.maxRedirects))
-        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0:
-            // The first URL's scheme was checked before starting: the redirect's is refused.
+        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0 && !Self.redirectSchemes.contains(finalURL.scheme?.lowercased() ?? ""):
+            // The first URL's scheme was checked before starting: the
+            // redirect's is refused. (The same code with an allowed scheme
+            // is a reply libcurl refuses, such as HTTP/0.9: a transport error.)
             return .failure(.disallowedRedirect(url, message: message))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))

@@ -28,7 +28,8 @@ typedef enum {
     AIV_STAGE_LIMITS = 2,   /* rejected by the pixel limit, before any pixel buffer */
     AIV_STAGE_PIXELS = 3,   /* image data (scanlines) */
     AIV_STAGE_TRAILER = 4,  /* after the last scanline (end of stream) */
-    AIV_STAGE_MEMORY = 5    /* an allocation failed */
+    AIV_STAGE_MEMORY = 5,   /* an allocation failed */
+    AIV_STAGE_SCANS = 6     /* more progressive scans than allowed (a limit, not the pixel one) */
 } aiv_stage;
 
 /* What the decoded buffer holds. */
@@ -60,7 +61,24 @@ typedef struct {
 typedef struct {
     uint8_t *(*allocate)(size_t size);
     void (*release)(uint8_t *pixels, size_t size);
+    /* Optional (may be NULL). A decoder that writes a buffer front to back
+     * calls it between rows with how many bytes from the start it has
+     * written; the allocator may then put other memory under the part not
+     * yet written (its contents stay undefined). Returns 0 to be called
+     * again, 1 when it need not be, and -1 when the buffer lost memory it
+     * could not map again: the decode must fail (out of memory). */
+    int (*progress)(uint8_t *pixels, size_t size, size_t written);
 } aiv_pixel_allocator;
+
+/* Moves the pages of [from, from + size) to [to, to + size), `chunk` bytes
+ * (a multiple of the page size) at a time, replacing what was mapped there:
+ * mremap(MREMAP_MAYMOVE | MREMAP_FIXED), which Swift cannot call (it is
+ * variadic). A chunk never spans two mappings, which mremap refuses.
+ * Returns the bytes moved; the moved part of `from` is unmapped. If a chunk
+ * fails, the rest of [to, to + size) is mapped afresh (anonymous, huge
+ * pages advised), as mremap may have unmapped it first; if even that fails,
+ * returns (size_t)-1. */
+size_t aiv_move_pages(uint8_t *from, size_t size, uint8_t *to, size_t chunk);
 
 /* Decode a whole PNG into 8-bit RGBA (straight alpha). Every colour type and
  * bit depth, Adam7, palette with tRNS; 16-bit scaled to 8. No gamma or

@@ -10,6 +10,7 @@ final class PixelLimitTests: XCTestCase {
         let failure = assertDecodingFails { try ImageDecoder().decode(CraftedFiles.pngHeader(width: 50_000, height: 50_000)) }
         XCTAssertEqual(failure?.format, .png)
         XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.isPixelLimit, true)
         XCTAssertTrue(failure?.reason.contains("50000x50000") ?? false, failure?.reason ?? "")
     }
 
@@ -19,11 +20,13 @@ final class PixelLimitTests: XCTestCase {
         let failure = assertDecodingFails { try ImageDecoder().decode(bomb) }
         XCTAssertEqual(failure?.format, .jpeg)
         XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.isPixelLimit, true)
     }
 
     func testGIFScreenBombIsRefused() {
         let failure = assertDecodingFails { try ImageDecoder().decode(CraftedFiles.gifScreen(width: 65_535, height: 65_535)) }
         XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.isPixelLimit, true)
         // The same file with a sane screen decodes: only the size was wrong.
         XCTAssertNoThrow(try ImageDecoder().decode(CraftedFiles.gifScreen(width: 1, height: 1)))
     }
@@ -37,6 +40,7 @@ final class PixelLimitTests: XCTestCase {
         XCTAssertEqual(try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 50_000)).frames.count, 5)
         let failure = assertDecodingFails { try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 49_999)) }
         XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.isPixelLimit, true)
         XCTAssertTrue(failure?.reason.contains("5 frames") ?? false, failure?.reason ?? "")
     }
 
@@ -47,6 +51,7 @@ final class PixelLimitTests: XCTestCase {
             XCTAssertNoThrow(try ImageDecoder().decode(data, options: DecodingOptions(maxPixels: 10_000)))
             let failure = assertDecodingFails { try ImageDecoder().decode(data, options: DecodingOptions(maxPixels: 9_999)) }
             XCTAssertEqual(failure?.stage, .limits)
+            XCTAssertEqual(failure?.isPixelLimit, true)
         }
         XCTAssertEqual(DecodingOptions().maxPixels, 100_000_000)
     }
@@ -61,6 +66,7 @@ final class PixelLimitTests: XCTestCase {
         gif.replaceSubrange(6..<10, with: [1, 0, 1, 0])
         let failure = assertDecodingFails { try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 1_999_999)) }
         XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.isPixelLimit, true)
         XCTAssertTrue(failure?.reason.contains("2000x1000 on a 1x1 screen") ?? false, failure?.reason ?? "")
         let image = try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 2_000_000))
         XCTAssertEqual(image.size, PixelSize(width: 1, height: 1))
@@ -76,6 +82,7 @@ final class PixelLimitTests: XCTestCase {
         XCTAssertEqual(try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 4 * minimum)).frames.count, 4)
         let failure = assertDecodingFails { try GIFDecoder().decode(gif, options: DecodingOptions(maxPixels: 4 * minimum - 1)) }
         XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertEqual(failure?.isPixelLimit, true)
     }
 
     /// A progressive JPEG with more scans than the limit fails at stage
@@ -89,6 +96,7 @@ final class PixelLimitTests: XCTestCase {
         let failure = assertDecodingFails { try ImageDecoder().decode(jpeg, options: options) }
         XCTAssertEqual(failure?.stage, .limits)
         XCTAssertEqual(failure?.reason, "more than 3 progressive scans")
+        XCTAssertEqual(failure?.isPixelLimit, false, "not the pixel limit: no decode again with a higher one")
         // A baseline file has one scan: the limit does not apply.
         XCTAssertNoThrow(try ImageDecoder().decode(try JPEGEncoder().encode(source), options: options))
     }

@@ -1,4 +1,5 @@
 @testable import AsyncImageKit
+import CImageCodecs
 import Foundation
 import ImageFixtures
 import XCTest
@@ -9,6 +10,12 @@ final class PixelBufferPoolTests: XCTestCase {
     /// Fills `count` bytes, so the pages are really resident.
     private func touch(_ pointer: UnsafeMutablePointer<UInt8>, _ count: Int, _ value: UInt8 = 0xAB) {
         pointer.initialize(repeating: value, count: count)
+    }
+
+    /// Whether every page of `range` (one byte a page, and the last byte) holds `value`.
+    private func pages(_ pointer: UnsafeMutablePointer<UInt8>, _ range: Range<Int>, hold value: UInt8) -> Bool {
+        (stride(from: range.lowerBound, to: range.upperBound, by: 4096).map { $0 } + [range.upperBound - 1])
+            .allSatisfy { pointer[$0] == value }
     }
 
     /// Waits (at most 10 s) for the pool's own timer to empty it.
@@ -50,17 +57,21 @@ final class PixelBufferPoolTests: XCTestCase {
         XCTAssertEqual(pool.statistics.unmapped, 1)
     }
 
-    /// A pooled buffer too small for the next image is unmapped rather than
-    /// kept resident beside the fresh one.
-    func testTooSmallBufferIsUnmappedNotKept() throws {
+    /// A pooled buffer too small for the next image is not kept resident
+    /// beside the fresh one: its pages are moved under the fresh one's start.
+    func testTooSmallBufferMovesUnderTheStartOfTheFreshOne() throws {
         let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 60)
         let small = try XCTUnwrap(pool.take(3 * mebibyte))
+        touch(small, 3 * mebibyte, 0x66)
         pool.recycle(small)
         let big = try XCTUnwrap(pool.take(9 * mebibyte))
+        XCTAssertTrue(pages(big, 0..<3 * mebibyte, hold: 0x66), "the small buffer's pages, moved")
+        XCTAssertEqual(pool.refill(big, written: 0), .later, "the rest may still be refilled")
         touch(big, 9 * mebibyte)
         let statistics = pool.statistics
         XCTAssertEqual(statistics.mapped, 2)
         XCTAssertEqual(statistics.reused, 0)
+        XCTAssertEqual(statistics.refills, 1)
         XCTAssertEqual(statistics.unmapped, 1)
         XCTAssertEqual(statistics.pooledCount, 0)
         pool.recycle(big)
@@ -204,6 +215,107 @@ final class PixelBufferPoolTests: XCTestCase {
         }
     }
 
+    /// A released buffer's pages are moved under the part of a fresh buffer
+    /// not yet written (so the decoder writes into pages the kernel need not
+    /// zero), never under what was written; a buffer made of moved pieces
+    /// moves whole again (mremap before Linux 6.17 refuses a range across
+    /// two mappings, so the pool moves one huge page at a time; on newer
+    /// kernels that part passes either way).
+    func testRefillMovesAWaitingBufferUnderTheUnwrittenPart() throws {
+        let pool = PixelBufferPool(countLimit: 4, byteLimit: 1 << 30, idleLifetime: 60)
+        let target = try XCTUnwrap(pool.take(8 * mebibyte))
+        XCTAssertEqual(pool.refill(target, written: 0), .later, "nothing waits: ask again later")
+        touch(target, 3 * mebibyte, 0x11)  // a decoder's first rows
+        let source = try XCTUnwrap(pool.take(6 * mebibyte))
+        touch(source, 6 * mebibyte, 0x22)
+        pool.recycle(source)
+
+        XCTAssertEqual(pool.refill(target, written: 3 * mebibyte), .done, "4 of 6 MiB moved to 4..<8 MiB: full")
+        XCTAssertTrue(pages(target, 0..<3 * mebibyte, hold: 0x11), "written rows kept")
+        XCTAssertTrue(pages(target, 4 * mebibyte..<8 * mebibyte, hold: 0x22), "moved pages, not fresh ones")
+        var statistics = pool.statistics
+        XCTAssertEqual(statistics.refills, 1)
+        XCTAssertEqual(statistics.pooledCount, 0)
+        XCTAssertEqual(statistics.pooledBytes, 0, "the waiting buffer costs nothing of its own any more")
+        touch(target, 8 * mebibyte, 0x33)  // the whole buffer is mapped and writable
+
+        // Made of two mappings now; it moves whole into the next fresh buffer.
+        let next = try XCTUnwrap(pool.take(8 * mebibyte))
+        XCTAssertNotEqual(next, target)
+        pool.recycle(target)
+        XCTAssertEqual(pool.refill(next, written: 0), .done)
+        XCTAssertTrue(pages(next, 0..<8 * mebibyte, hold: 0x33), "every page moved")
+        touch(next, 8 * mebibyte)
+        pool.recycle(next)
+
+        // A recycled buffer is resident already: nothing to refill.
+        let reused = try XCTUnwrap(pool.take(8 * mebibyte))
+        XCTAssertEqual(reused, next)
+        let waiting = try XCTUnwrap(pool.take(4 * mebibyte))
+        pool.recycle(waiting)
+        XCTAssertEqual(pool.refill(reused, written: 0), .done)
+        statistics = pool.statistics
+        XCTAssertEqual(statistics.refills, 2)
+        XCTAssertEqual(statistics.pooledCount, 1, "left waiting")
+        pool.recycle(reused)
+        XCTAssertEqual(pool.refill(reused, written: 0), .done, "not handed out: nothing to do")
+        pool.removeAll()
+        XCTAssertEqual(pool.statistics.outstanding, 0)
+    }
+
+    /// When a move fails (here: the source is not mapped at all), what the
+    /// kernel may have unmapped under the destination is mapped again, so
+    /// the decoder never writes into a hole.
+    func testFailedMoveLeavesTheDestinationMapped() throws {
+        let size = 4 * mebibyte
+        let destination = try XCTUnwrap(freshMapping())
+        defer { munmap(destination, size) }
+        touch(destination, mebibyte, 0x44)
+        let hole = try XCTUnwrap(mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
+        munmap(hole, size)
+        let moved = aiv_move_pages(
+            hole.assumingMemoryBound(to: UInt8.self), 2 * mebibyte, destination + 2 * mebibyte, 2 * mebibyte)
+        XCTAssertEqual(moved, 0)
+        touch(destination + mebibyte, size - mebibyte, 0x55)  // would crash on a hole
+        XCTAssertTrue(pages(destination, 0..<mebibyte, hold: 0x44))
+        XCTAssertTrue(pages(destination, mebibyte..<size, hold: 0x55))
+    }
+
+    /// 4 MiB of fresh anonymous memory.
+    private func freshMapping() -> UnsafeMutablePointer<UInt8>? {
+        guard let raw = mmap(nil, 4 * mebibyte, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            raw != MAP_FAILED
+        else { return nil }
+        return raw.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// JPEG and PNG decodes whose buffer is refilled with other pages
+    /// part-way (here: full of 0xEE, from a third of the rows on) are exact:
+    /// the pages arrive only under rows not yet written.
+    func testDecodesRefilledPartWayAreExact() throws {
+        for (format, data) in [
+            ("JPEG", try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 5))),
+            ("PNG", try PNGEncoder().encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 5))),
+        ] {
+            let expected = [UInt8](try ImageDecoder().decode(data).frames[0].pixels)
+            let before = refillPool.statistics.refills
+            var result = aiv_decode_result()
+            let status = data.withUnsafeBytes { raw in
+                withUnsafePointer(to: refillingAllocator) { allocator in
+                    let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    return format == "JPEG"
+                        ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, &result)
+                        : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, &result)
+                }
+            }
+            XCTAssertEqual(status, 0, format)
+            let pixels = try XCTUnwrap(result.pixels)
+            XCTAssertEqual(refillPool.statistics.refills, before + 1, "\(format): refilled once")
+            XCTAssertEqual(memcmp(pixels, expected, expected.count), 0, "\(format): the decode is exact")
+            refillPool.recycle(pixels)
+        }
+    }
+
     /// A decode that fails after taking its buffer gives it back.
     func testFailedDecodeGivesItsBufferBack() throws {
         let pool = PixelBufferPool.shared
@@ -228,3 +340,26 @@ final class PixelBufferPoolTests: XCTestCase {
         XCTAssertEqual(PixelBufferPool.shared.statistics.pooledCount, 0)
     }
 }
+
+/// The pool of `testDecodesRefilledPartWayAreExact` (C callbacks capture nothing).
+private let refillPool = PixelBufferPool(countLimit: 4, byteLimit: 1 << 30, idleLifetime: 60)
+
+/// Takes a fresh buffer, then releases another of the same size full of
+/// 0xEE, which the first progress call past a third of the rows moves in.
+private let refillingAllocator = aiv_pixel_allocator(
+    allocate: { count in
+        refillPool.removeAll()
+        guard let buffer = refillPool.take(count), let other = refillPool.take(count) else { return nil }
+        other.initialize(repeating: 0xEE, count: count)
+        refillPool.recycle(other)
+        return buffer
+    },
+    release: { pointer, _ in if let pointer { refillPool.recycle(pointer) } },
+    progress: { pointer, count, written in
+        guard let pointer, written >= count / 3 else { return 0 }
+        switch refillPool.refill(pointer, written: written) {
+        case .later: return 0
+        case .done: return 1
+        case .failed: return -1
+        }
+    })

@@ -233,6 +233,48 @@ final class LoaderBasicsTests: XCTestCase {
         XCTAssertTrue(all.allSatisfy { $0.target == ObjectIdentifier(target) })
     }
 
+    /// A request that joins a job late still sees every step: here it joins
+    /// from the monitor when the first request's body starts decoding (the
+    /// decode is handed to a decoder right after the monitor returns), once
+    /// for the size being decoded and once for another size.
+    func testRequestsJoiningLateSeeEveryStep() throws {
+        let h = try LoaderHarness()
+        let events = Box<[LoaderEvent]>([])
+        let lock = NSLock()
+        let url = h.server.url(22)
+        let thumb = ImageRequest(url: url, targetSize: PixelSize(width: 2, height: 2))
+        let loader = h.loader
+        let log = h.log
+        let joined = Box<Bool>(false)
+        h.loader.eventMonitor = { event in
+            let first = lock.withLock { () -> Bool in
+                events.value = (events.value ?? []) + [event]
+                guard event.kind == .decoding, joined.value != true else { return false }
+                joined.value = true
+                return true
+            }
+            guard first else { return }
+            loader.loadImage(url, target: nil, success: log.success, failure: log.failure)
+            loader.loadImage(thumb, target: nil, success: log.success, failure: log.failure)
+        }
+        h.load(url)
+        wait(for: [h.log.outcomes(3, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.server.requestCount(url), 1, "both joined the transfer")
+        let all = lock.withLock { events.value ?? [] }
+        let ids = Set(all.map(\.requestID)).sorted()
+        XCTAssertEqual(ids.count, 3)
+        for id in ids {
+            let kinds = all.filter { $0.requestID == id }.map(\.kind)
+            XCTAssertEqual(kinds.count, 5, "request \(id): \(kinds)")
+            guard kinds.count == 5, case .transferred(let bytes) = kinds[2] else { continue }
+            XCTAssertEqual(
+                [kinds[0], kinds[1], kinds[3], kinds[4]], [.queued, .loading, .decoding, .delivered(success: true)],
+                "request \(id)")
+            XCTAssertGreaterThan(bytes, 0)
+        }
+    }
+
     func testAsyncAwait() async throws {
         let h = try LoaderHarness()
         let image = try await h.loader.image(for: h.server.url(11))

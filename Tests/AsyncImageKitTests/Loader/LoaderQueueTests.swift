@@ -155,6 +155,48 @@ final class LoaderQueueTests: XCTestCase {
         }
     }
 
+    /// A request that joins while a decode under a lower pixel limit runs is
+    /// not failed by that limit: the body is decoded again under its own.
+    /// (It joins from the monitor at the first request's `.decoding` event,
+    /// after that decode's options are fixed and before it is dispatched.)
+    func testJoiningWithAHigherPixelLimitDecodesAgain() throws {
+        let h = try LoaderHarness()
+        let png = try PNGEncoder().encode(SyntheticImage.solid(width: 300, height: 300, color: RGBA(r: 1, g: 2, b: 3)))
+        h.server.serve("/p.png", png)
+        let url = h.server.url(path: "/p.png")
+        let strictTarget = Target("strict")
+        let lenientTarget = Target("lenient")
+        let loader = h.loader
+        let log = h.log
+        let joined = Box<Bool>(false)
+        let lock = NSLock()
+        let seen = Box<[LoaderEvent]>([])
+        h.loader.eventMonitor = { event in
+            let join = lock.withLock { () -> Bool in
+                seen.value = (seen.value ?? []) + [event]
+                guard event.kind == .decoding, joined.value != true else { return false }
+                joined.value = true
+                return true
+            }
+            if join {
+                loader.loadImage(ImageRequest(url: url), target: lenientTarget, success: log.success, failure: log.failure)
+            }
+        }
+        h.loader.loadImage(
+            ImageRequest(url: url, maxPixels: 1_000), target: strictTarget, success: h.log.success, failure: h.log.failure)
+        wait(for: [h.log.outcomes(2, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.server.requestCount(url), 1)
+        let events = h.log.events
+        XCTAssertTrue(events.contains(.failure("/p.png", target: ObjectIdentifier(strictTarget))), "\(events)")
+        XCTAssertTrue(events.contains(.success("/p.png", target: ObjectIdentifier(lenientTarget))), "\(events)")
+        // The lenient request sees the strict decode (it joined during it), then its own.
+        let lenient = lock.withLock { seen.value ?? [] }.filter { $0.target == ObjectIdentifier(lenientTarget) }.map(\.kind)
+        XCTAssertEqual(lenient.filter { $0 == .decoding }.count, 2, "\(lenient)")
+        XCTAssertEqual(lenient.last, .delivered(success: true))
+        XCTAssertEqual(h.log.images["/p.png"]?.size, PixelSize(width: 300, height: 300))
+    }
+
     /// The shared transfer is cancelled only when no request needs it.
     func testSharedTransferSurvivesPartialCancel() throws {
         let h = try LoaderHarness()

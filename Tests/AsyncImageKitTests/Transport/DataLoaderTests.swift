@@ -1,4 +1,4 @@
-import AsyncImageKit
+@testable import AsyncImageKit
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
@@ -27,6 +27,8 @@ final class DataLoaderTests: XCTestCase {
             "/r1": { _, c in c.respond(status: 302, headers: [("Location", "/ok")], body: Data()) },
             "/loop": { _, c in c.respond(status: 302, headers: [("Location", "/loop")], body: Data()) },
             "/to-file": { _, c in c.respond(status: 302, headers: [("Location", "file:///etc/passwd")], body: Data()) },
+            "/to-ftp": { _, c in c.respond(status: 302, headers: [("Location", "ftp://127.0.0.1/a.png")], body: Data()) },
+            "/to-no-status-line": { _, c in c.respond(status: 302, headers: [("Location", "/no-status-line")], body: Data()) },
             "/gzip": { request, c in
                 let accepts = request.headers["accept-encoding"]?.contains("gzip") ?? false
                 if accepts {
@@ -225,6 +227,31 @@ final class DataLoaderTests: XCTestCase {
         }
         XCTAssertEqual(url, server.url("/no-status-line"))
         XCTAssertFalse(message.isEmpty)
+    }
+
+    /// The same after a redirect: libcurl gives both cases one error code;
+    /// only a refused scheme is a refused redirect.
+    func testResponseWithoutStatusLineAfterARedirect() {
+        guard case .transport(let url, _, let message)? = loadError(server.url("/to-no-status-line")) else {
+            return XCTFail("expected a transport error")
+        }
+        XCTAssertEqual(url, server.url("/to-no-status-line"))
+        XCTAssertFalse(message.isEmpty)
+        guard case .disallowedRedirect(let refused, _)? = loadError(server.url("/to-ftp")) else {
+            return XCTFail("expected disallowedRedirect")
+        }
+        XCTAssertEqual(refused, server.url("/to-ftp"))
+    }
+
+    /// The connection phase has the transfer's limit, not libcurl's default
+    /// of 300 s (which used to apply under "no limit" and cut longer limits short).
+    func testConnectTimeoutFollowsTheLoadingTimeout() {
+        XCTAssertEqual(CurlTransfer.connectMilliseconds(60), 60_000)
+        XCTAssertEqual(CurlTransfer.connectMilliseconds(600), 600_000)
+        XCTAssertEqual(CurlTransfer.connectMilliseconds(0.0001), 1)
+        for unlimited in [0, -1, Double.nan, .infinity, 1e300] {
+            XCTAssertEqual(CurlTransfer.connectMilliseconds(unlimited), Int(Int32.max), "\(unlimited)")
+        }
     }
 
     func testUnsupportedSchemesFailAtOnce() throws {
