@@ -76,7 +76,11 @@ func runOne(_ arguments: [String]) throws {
     let failures = Locked(0)
     // The peer decodes with the same C libraries into a fresh buffer each
     // time, as code written without this library would: no recycling.
-    if mode == "peer" || mode == "ours-nopool" { PixelBufferPool.shared.countLimit = 0 }
+    if mode == "peer" || mode == "ours-nopool" {
+        PixelBufferPool.shared.countLimit = 0
+    } else if let count = ProcessInfo.processInfo.environment["BENCH_POOL_COUNT"].flatMap({ Int($0) }) {
+        PixelBufferPool.shared.countLimit = count  // BENCH_POOL_COUNT=N: try another countLimit
+    }
     let start = now()
     let cpuStart = cpuSeconds()
     if mode.hasPrefix("ours") {

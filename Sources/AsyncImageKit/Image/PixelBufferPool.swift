@@ -95,11 +95,11 @@ public final class PixelBufferPool: Sendable {
     /// Creates a pool (the library uses ``shared``; other pools are for tests).
     ///
     /// - Parameters:
-    ///   - countLimit: the most buffers kept; default one per core.
+    ///   - countLimit: the most buffers kept; default 1.
     ///   - byteLimit: the most resident bytes kept; default 256 MiB.
     ///   - idleLifetime: seconds a buffer may wait unused before it is unmapped; default 2.
     init(
-        countLimit: Int = ProcessInfo.processInfo.activeProcessorCount, byteLimit: Int = 256 << 20,
+        countLimit: Int = 1, byteLimit: Int = 256 << 20,
         idleLifetime: Double = 2
     ) {
         state = Locked(
@@ -118,8 +118,10 @@ public final class PixelBufferPool: Sendable {
         return min(max(0, seconds), 1e9)
     }
 
-    /// The most buffers kept for reuse (default: one per core, as the loader
-    /// runs one decode per core). 0 turns recycling off.
+    /// The most buffers kept for reuse (default 1). While decodes run, a
+    /// released buffer is moved into one of them within a few rows, so one
+    /// waiting buffer is enough; a second one measured the same speed and a
+    /// higher peak (BENCHMARKS.md). 0 turns recycling off.
     public var countLimit: Int {
         get { state.withLock { $0.countLimit } }
         set { enforceLimits { $0.countLimit = max(0, newValue) } }

@@ -29,6 +29,14 @@ final class PixelBufferPoolTests: XCTestCase {
         wait(for: [emptied], timeout: 15)
     }
 
+    func testDefaults() {
+        let pool = PixelBufferPool()
+        XCTAssertEqual(pool.countLimit, 1)
+        XCTAssertEqual(pool.byteLimit, 256 << 20)
+        XCTAssertEqual(pool.idleLifetime, 2)
+        XCTAssertEqual(PixelBufferPool.shared.countLimit, 1)
+    }
+
     func testReleasedBufferServesTheNextImageOfAnySmallerSize() throws {
         let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 60)
         let first = try XCTUnwrap(pool.take(5 * mebibyte))
