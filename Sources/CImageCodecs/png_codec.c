@@ -39,6 +39,18 @@ static void aiv_png_read(png_structp png, png_bytep out, size_t length) {
     reader->offset += length;
 }
 
+/* libpng's allocations go through here, to record the largest request. */
+static png_voidp aiv_png_malloc(png_structp png, png_alloc_size_t size) {
+    aiv_decode_result *result = (aiv_decode_result *)png_get_mem_ptr(png);
+    if (result && size > result->largest_codec_allocation) result->largest_codec_allocation = size;
+    return malloc(size);
+}
+
+static void aiv_png_free(png_structp png, png_voidp pointer) {
+    (void)png;
+    free(pointer);
+}
+
 int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
                    const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
@@ -61,7 +73,8 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
         return -1;
     }
 
-    png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, aiv_png_error, aiv_png_warning);
+    png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &ctx, aiv_png_error, aiv_png_warning,
+                                   result, aiv_png_malloc, aiv_png_free);
     if (!png) {
         snprintf(result->message, sizeof(result->message), "out of memory creating the PNG reader");
         result->stage = AIV_STAGE_MEMORY;

@@ -50,6 +50,9 @@ typedef struct {
     uint32_t source_height;
     uint32_t scale_denom;       /* JPEG DCT scale: 1, 2, 4 or 8 */
     aiv_layout layout;
+    /* The largest single allocation the codec library asked for (PNG only;
+     * 0 otherwise): a lying chunk length must not become an allocation. */
+    size_t largest_codec_allocation;
     /* Error */
     aiv_stage stage;
     char message[200];

@@ -1,4 +1,5 @@
-import AsyncImageKit
+@testable import AsyncImageKit
+import CImageCodecs
 import Foundation
 import XCTest
 
@@ -28,7 +29,8 @@ final class FuzzRegressionTests: XCTestCase {
 
     /// The first finding: a PNG of 1.7 KB whose second tEXt chunk claims
     /// 1.9 GB; libpng allocated the claimed length before reading it. The
-    /// chunk is now skipped unread, so the decode fails at the end of the data.
+    /// chunk is now skipped unread, so the decode fails at the end of the
+    /// data, and libpng's largest allocation stays small.
     func testPNGChunkClaimingGigabytes() throws {
         let data = try Data(contentsOf: Self.directory.appendingPathComponent("png-text-chunk-claims-1.9GB.png"))
         do {
@@ -39,5 +41,10 @@ final class FuzzRegressionTests: XCTestCase {
             XCTAssertEqual(failure.format, .png)
             XCTAssertEqual(failure.reason, "unexpected end of data")
         }
+        var result = aiv_decode_result()
+        _ = data.withBytes { bytes, count in
+            withUnsafePointer(to: PixelMemory.codecAllocator) { aiv_png_decode(bytes, count, 1 << 30, $0, &result) }
+        }
+        XCTAssertLessThan(result.largest_codec_allocation, 1 << 20, "the claimed 1.9 GB was not allocated")
     }
 }

@@ -1,4 +1,5 @@
 @testable import AsyncImageKit
+import CImageCodecs
 import Foundation
 import ImageFixtures
 import XCTest
@@ -102,10 +103,10 @@ final class PixelLimitTests: XCTestCase {
     }
 
     /// A PNG chunk whose length claims more than the whole file (here 1.9 GB
-    /// in a file of 100 bytes) ends in a typed failure. libpng used to
-    /// allocate the claimed length of text, pCAL, sCAL, sPLT and iCCP chunks
-    /// first; that allocation is checked by `Fuzz/run` (libFuzzer fails any
-    /// single allocation over its limit) on these same files.
+    /// in a file of 100 bytes) ends in a typed failure, and never becomes an
+    /// allocation: libpng used to allocate the claimed length of text, pCAL,
+    /// sCAL, sPLT and iCCP chunks first (found by `Fuzz/run`). The shim
+    /// records libpng's largest single allocation.
     func testPNGChunkLongerThanTheFile() throws {
         let png = try PNGEncoder().encode(SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 1, g: 2, b: 3)))
         for type in ["tEXt", "zTXt", "iTXt", "iCCP", "sPLT", "pCAL", "sCAL", "eXIf", "abCd"] {
@@ -113,6 +114,13 @@ final class PixelLimitTests: XCTestCase {
             lying.append(contentsOf: [0x73, 0x20, 0x00, 0x00] + Array(type.utf8) + Array(repeating: 0x41, count: 64))
             let failure = assertDecodingFails { try ImageDecoder().decode(Data(lying)) }
             XCTAssertEqual(failure?.format, .png, type)
+            var result = aiv_decode_result()
+            let status = Data(lying).withBytes { bytes, count in
+                withUnsafePointer(to: PixelMemory.codecAllocator) { aiv_png_decode(bytes, count, 1 << 30, $0, &result) }
+            }
+            XCTAssertEqual(status, -1, type)
+            XCTAssertGreaterThan(result.largest_codec_allocation, 0, "\(type): allocations are seen")
+            XCTAssertLessThan(result.largest_codec_allocation, 1 << 20, "\(type): the claimed length was not allocated")
         }
     }
 }
