@@ -239,21 +239,11 @@ final class LoaderBasicsTests: XCTestCase {
     /// for the size being decoded and once for another size.
     func testRequestsJoiningLateSeeEveryStep() throws {
         let h = try LoaderHarness()
-        let events = Box<[LoaderEvent]>([])
-        let lock = NSLock()
         let url = h.server.url(22)
         let thumb = ImageRequest(url: url, targetSize: PixelSize(width: 2, height: 2))
         let loader = h.loader
         let log = h.log
-        let joined = Box<Bool>(false)
-        h.loader.eventMonitor = { event in
-            let first = lock.withLock { () -> Bool in
-                events.value = (events.value ?? []) + [event]
-                guard event.kind == .decoding, joined.value != true else { return false }
-                joined.value = true
-                return true
-            }
-            guard first else { return }
+        let monitor = JoinAtFirstDecode(loader) {
             loader.loadImage(url, target: nil, success: log.success, failure: log.failure)
             loader.loadImage(thumb, target: nil, success: log.success, failure: log.failure)
         }
@@ -261,7 +251,7 @@ final class LoaderBasicsTests: XCTestCase {
         wait(for: [h.log.outcomes(3, self)], timeout: 15)
         h.drainDeliveries()
         XCTAssertEqual(h.server.requestCount(url), 1, "both joined the transfer")
-        let all = lock.withLock { events.value ?? [] }
+        let all = monitor.events
         let ids = Set(all.map(\.requestID)).sorted()
         XCTAssertEqual(ids.count, 3)
         for id in ids {

@@ -168,19 +168,8 @@ final class LoaderQueueTests: XCTestCase {
         let lenientTarget = Target("lenient")
         let loader = h.loader
         let log = h.log
-        let joined = Box<Bool>(false)
-        let lock = NSLock()
-        let seen = Box<[LoaderEvent]>([])
-        h.loader.eventMonitor = { event in
-            let join = lock.withLock { () -> Bool in
-                seen.value = (seen.value ?? []) + [event]
-                guard event.kind == .decoding, joined.value != true else { return false }
-                joined.value = true
-                return true
-            }
-            if join {
-                loader.loadImage(ImageRequest(url: url), target: lenientTarget, success: log.success, failure: log.failure)
-            }
+        let monitor = JoinAtFirstDecode(loader) {
+            loader.loadImage(ImageRequest(url: url), target: lenientTarget, success: log.success, failure: log.failure)
         }
         h.loader.loadImage(
             ImageRequest(url: url, maxPixels: 1_000), target: strictTarget, success: h.log.success, failure: h.log.failure)
@@ -191,7 +180,7 @@ final class LoaderQueueTests: XCTestCase {
         XCTAssertTrue(events.contains(.failure("/p.png", target: ObjectIdentifier(strictTarget))), "\(events)")
         XCTAssertTrue(events.contains(.success("/p.png", target: ObjectIdentifier(lenientTarget))), "\(events)")
         // The lenient request sees the strict decode (it joined during it), then its own.
-        let lenient = lock.withLock { seen.value ?? [] }.filter { $0.target == ObjectIdentifier(lenientTarget) }.map(\.kind)
+        let lenient = monitor.events.filter { $0.target == ObjectIdentifier(lenientTarget) }.map(\.kind)
         XCTAssertEqual(lenient.filter { $0 == .decoding }.count, 2, "\(lenient)")
         XCTAssertEqual(lenient.last, .delivered(success: true))
         XCTAssertEqual(h.log.images["/p.png"]?.size, PixelSize(width: 300, height: 300))

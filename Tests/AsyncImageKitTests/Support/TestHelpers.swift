@@ -47,3 +47,28 @@ extension XCTestCase {
 func distance(_ a: RGBA, _ b: RGBA) -> Int {
     (abs(Int(a.r) - Int(b.r)) + abs(Int(a.g) - Int(b.g)) + abs(Int(a.b) - Int(b.b)) + abs(Int(a.a) - Int(b.a))) / 4
 }
+
+/// Records a loader's events, and runs `join` once, from the monitor, at the
+/// first `.decoding` event: that decode's options are fixed and it has not
+/// been handed to a decoder yet, so whatever `join` asks for joins it
+/// deterministically.
+final class JoinAtFirstDecode: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [LoaderEvent] = []
+    private var joined = false
+
+    init(_ loader: AsyncImageLoader, join: @escaping @Sendable () -> Void) {
+        loader.eventMonitor = { [self] event in
+            let first = lock.withLock { () -> Bool in
+                recorded.append(event)
+                guard event.kind == .decoding, !joined else { return false }
+                joined = true
+                return true
+            }
+            if first { join() }
+        }
+    }
+
+    /// Every event so far, in order.
+    var events: [LoaderEvent] { lock.withLock { recorded } }
+}
