@@ -68,8 +68,10 @@ public final class PixelBufferPool: Sendable {
         /// From here on (in use) the buffer has neither been written nor
         /// refilled: pages there may still be moved in from a waiting buffer.
         var untouched = 0
-        /// Part of it could not be mapped again after a failed refill: never reused.
-        var damaged = false
+        /// A part that could not be mapped again after a failed move: no longer
+        /// this buffer's (another mapping may be there by now), so the buffer
+        /// is never reused, and it is unmapped around that part.
+        var lost: Range<Int>?
         /// When it entered the pool (`DispatchTime` nanoseconds).
         var since: UInt64 = 0
     }
@@ -90,6 +92,7 @@ public final class PixelBufferPool: Sendable {
     }
 
     private let state: Locked<State>
+    private let movePages: PageMover
     private let trimQueue = DispatchQueue(label: "AsyncImageKit.pixel-pool-trim", qos: .utility)
 
     /// Creates a pool (the library uses ``shared``; other pools are for tests).
@@ -98,10 +101,12 @@ public final class PixelBufferPool: Sendable {
     ///   - countLimit: the most buffers kept; default 1.
     ///   - byteLimit: the most resident bytes kept; default 256 MiB.
     ///   - idleLifetime: seconds a buffer may wait unused before it is unmapped; default 2.
+    ///   - movePages: how pages are moved (tests put failures in here).
     init(
         countLimit: Int = 1, byteLimit: Int = 256 << 20,
-        idleLifetime: Double = 2
+        idleLifetime: Double = 2, movePages: @escaping PageMover = PixelBufferPool.movePages
     ) {
+        self.movePages = movePages
         state = Locked(
             State(
                 countLimit: max(0, countLimit), byteLimit: max(0, byteLimit),
@@ -225,13 +230,15 @@ public final class PixelBufferPool: Sendable {
         buffer.resident = touched
         // The too-small buffer's pages go under the start of the fresh one.
         if let victim {
-            let moved = aiv_move_pages(victim.address, min(victim.resident, touched), buffer.address, Self.hugePageSize)
-            guard moved >= 0 else {
-                Self.unmap(victim)
+            let count = min(victim.resident, touched)
+            let (moved, lost) = movePages(victim.address, count, buffer.address)
+            // Only what was not moved is still the victim's to unmap.
+            if victim.capacity > moved { munmap(victim.address + moved, victim.capacity - moved) }
+            guard lost == 0 else {
+                buffer.lost = moved..<moved + lost
                 Self.unmap(buffer)
                 return nil
             }
-            if victim.capacity > moved { munmap(victim.address + moved, victim.capacity - moved) }
             buffer.untouched = moved
         }
         state.withLock { state in
@@ -249,7 +256,7 @@ public final class PixelBufferPool: Sendable {
             guard var buffer = state.outstanding.removeValue(forKey: UInt(bitPattern: address)) else {
                 preconditionFailure("PixelBufferPool: a buffer it did not hand out")
             }
-            guard state.countLimit > 0, buffer.resident <= state.byteLimit, !buffer.damaged else {
+            guard state.countLimit > 0, buffer.resident <= state.byteLimit, buffer.lost == nil else {
                 state.statistics.unmapped += 1
                 return ([buffer], nil)
             }
@@ -294,7 +301,10 @@ public final class PixelBufferPool: Sendable {
             guard var target = state.outstanding[key] else { return (nil, .done) }
             let offset = max(start, target.untouched)
             guard offset < target.resident else { return (nil, .done) }
-            guard let source = state.pooled.popLast() else { return (nil, .later) }
+            guard let index = Self.bestSource(in: state.pooled, for: target.resident - offset) else {
+                return (nil, .later)
+            }
+            let source = state.pooled.remove(at: index)
             state.pooledBytes -= source.resident
             let count = min(source.resident, target.resident - offset)
             target.untouched = offset + count
@@ -304,17 +314,33 @@ public final class PixelBufferPool: Sendable {
             return ((source, offset, count), target.untouched >= target.resident ? .done : .later)
         }
         guard let move else { return result }
-        let moved = aiv_move_pages(move.source.address, move.count, address + move.offset, Self.hugePageSize)
-        guard moved >= 0 else {
-            munmap(move.source.address, move.source.capacity)
-            state.withLock { $0.outstanding[UInt(bitPattern: address)]?.damaged = true }
-            return .failed
-        }
-        // What was not moved of the source goes back to the kernel.
+        let (moved, lost) = movePages(move.source.address, move.count, address + move.offset)
+        // What was not moved of the source goes back to the kernel; what was
+        // moved is not the source's any more (even when the move then failed).
         if move.source.capacity > moved {
             munmap(move.source.address + moved, move.source.capacity - moved)
         }
+        guard lost == 0 else {
+            let range = move.offset + moved..<move.offset + moved + lost
+            state.withLock { $0.outstanding[UInt(bitPattern: address)]?.lost = range }
+            return .failed
+        }
         return result
+    }
+
+    /// Which waiting buffer refills `rest` bytes: the smallest that fills
+    /// them all, else the biggest (what is not moved of it is unmapped, so
+    /// a big buffer is not spent on a small remainder while a fitting one waits).
+    private static func bestSource(in pooled: [Buffer], for rest: Int) -> Int? {
+        var fitting: Int?
+        var biggest: Int?
+        for (index, buffer) in pooled.enumerated() {
+            if buffer.resident >= rest, fitting.map({ buffer.resident < pooled[$0].resident }) ?? true {
+                fitting = index
+            }
+            if biggest.map({ buffer.resident > pooled[$0].resident }) ?? true { biggest = index }
+        }
+        return fitting ?? biggest
     }
 
     // MARK: Limits
@@ -413,6 +439,31 @@ public final class PixelBufferPool: Sendable {
     }
 
     private static func unmap(_ buffer: Buffer) {
-        munmap(buffer.address, buffer.capacity)
+        guard let lost = buffer.lost else {
+            munmap(buffer.address, buffer.capacity)
+            return
+        }
+        if lost.lowerBound > 0 { munmap(buffer.address, lost.lowerBound) }
+        if buffer.capacity > lost.upperBound {
+            munmap(buffer.address + lost.upperBound, buffer.capacity - lost.upperBound)
+        }
+    }
+
+    // MARK: Moving pages
+
+    /// Moves the pages of `count` bytes at `from` to `to` (both huge-page
+    /// aligned), replacing what is mapped there; returns the bytes moved from
+    /// the start, and how many bytes of the destination after those were
+    /// lost when a move failed (see `aiv_move_pages`): not this pool's any
+    /// more, to be neither written nor unmapped.
+    typealias PageMover = @Sendable (
+        _ from: UnsafeMutablePointer<UInt8>, _ count: Int, _ to: UnsafeMutablePointer<UInt8>
+    ) -> (moved: Int, lost: Int)
+
+    /// `mremap` one huge page at a time (`aiv_move_pages`).
+    static let movePages: PageMover = { from, count, to in
+        var lost = 0
+        let moved = aiv_move_pages(from, count, to, hugePageSize, &lost)
+        return (moved, lost)
     }
 }

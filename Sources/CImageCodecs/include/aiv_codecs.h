@@ -77,11 +77,21 @@ typedef struct {
  * (a multiple of the page size) at a time, replacing what was mapped there:
  * mremap(MREMAP_MAYMOVE | MREMAP_FIXED), which Swift cannot call (it is
  * variadic). A chunk never spans two mappings, which mremap refuses.
- * Returns the bytes moved; the moved part of `from` is unmapped. If a chunk
- * fails, the rest of [to, to + size) is mapped afresh (anonymous, huge
- * pages advised), as mremap may have unmapped it first; if even that fails,
- * returns (size_t)-1. */
-size_t aiv_move_pages(uint8_t *from, size_t size, uint8_t *to, size_t chunk);
+ * Returns the bytes moved from the start: that part of `from` is no longer
+ * mapped (the caller must not unmap it: another mapping may be there by
+ * now); the rest of `from` is untouched. A chunk that fails to move is
+ * mapped afresh in the destination if the kernel unmapped it (anonymous,
+ * huge pages advised) and nothing else has been mapped there since; if
+ * that cannot be done, *lost is set to its length: the `*lost` bytes at
+ * to + moved are not the caller's any more and must be neither written
+ * nor unmapped. Otherwise *lost is 0. The destination past the failed
+ * chunk is left as it was. */
+size_t aiv_move_pages(uint8_t *from, size_t size, uint8_t *to, size_t chunk, size_t *lost);
+
+/* Maps fresh anonymous memory (huge pages advised) at exactly [at, at + size)
+ * if nothing is mapped anywhere there (MAP_FIXED_NOREPLACE); returns 0, or
+ * -1 and leaves whatever is there alone. */
+int aiv_map_hole(uint8_t *at, size_t size);
 
 /* Decode a whole PNG into 8-bit RGBA (straight alpha). Every colour type and
  * bit depth, Adam7, palette with tRNS; 16-bit scaled to 8. No gamma or

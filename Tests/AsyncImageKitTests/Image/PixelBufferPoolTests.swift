@@ -271,27 +271,193 @@ final class PixelBufferPoolTests: XCTestCase {
         XCTAssertEqual(pool.statistics.outstanding, 0)
     }
 
-    /// When a move fails (here: the source is not mapped at all), what the
-    /// kernel may have unmapped under the destination is mapped again, so
-    /// the decoder never writes into a hole.
-    func testFailedMoveLeavesTheDestinationMapped() throws {
+    /// A refill takes the smallest waiting buffer that fills the rest, so a
+    /// big one is not spent (and mostly unmapped) on a small remainder.
+    func testRefillTakesTheSmallestBufferThatFillsTheRest() throws {
+        let pool = PixelBufferPool(countLimit: 4, byteLimit: 1 << 30, idleLifetime: 60)
+        let target = try XCTUnwrap(pool.take(4 * mebibyte))
+        let small = try XCTUnwrap(pool.take(2 * mebibyte))
+        let big = try XCTUnwrap(pool.take(16 * mebibyte))
+        touch(small, 2 * mebibyte, 0x21)
+        touch(big, 16 * mebibyte, 0x22)
+        pool.recycle(small)
+        pool.recycle(big)  // the newest
+        touch(target, 2 * mebibyte, 0x11)
+        XCTAssertEqual(pool.refill(target, written: 2 * mebibyte), .done)
+        XCTAssertTrue(pages(target, 0..<2 * mebibyte, hold: 0x11), "written exactly up to a huge page: kept")
+        XCTAssertTrue(pages(target, 2 * mebibyte..<4 * mebibyte, hold: 0x21), "the small buffer's pages, from there")
+        XCTAssertEqual(pool.statistics.pooledBytes, 16 * mebibyte, "the big one still waits")
+        pool.recycle(target)
+        pool.removeAll()
+    }
+
+    /// A chunk that fails to move (here: its source is not mapped) is
+    /// either left as it was or, where the kernel unmapped it under the
+    /// destination before failing (some do), mapped afresh; or reported
+    /// lost. Never a hole the decoder would write into.
+    func testFailedMoveLeavesNoHole() throws {
         let size = 4 * mebibyte
         let destination = try XCTUnwrap(freshMapping())
         defer { munmap(destination, size) }
         touch(destination, mebibyte, 0x44)
-        let hole = try XCTUnwrap(mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
-        munmap(hole, size)
-        let moved = aiv_move_pages(
-            hole.assumingMemoryBound(to: UInt8.self), 2 * mebibyte, destination + 2 * mebibyte, 2 * mebibyte)
+        var lost = -1
+        let moved = aiv_move_pages(unmappedRange(), 2 * mebibyte, destination + 2 * mebibyte, 2 * mebibyte, &lost)
         XCTAssertEqual(moved, 0)
-        touch(destination + mebibyte, size - mebibyte, 0x55)  // would crash on a hole
+        XCTAssertTrue(lost == 0 || lost == 2 * mebibyte, "at most the failed chunk")
         XCTAssertTrue(pages(destination, 0..<mebibyte, hold: 0x44))
-        XCTAssertTrue(pages(destination, mebibyte..<size, hold: 0x55))
+        if lost == 0 {
+            XCTAssertTrue(isMapped(destination + 2 * mebibyte, 2 * mebibyte))
+            touch(destination + mebibyte, size - mebibyte, 0x55)
+        }
     }
 
-    /// 4 MiB of fresh anonymous memory.
-    private func freshMapping() -> UnsafeMutablePointer<UInt8>? {
-        guard let raw = mmap(nil, 4 * mebibyte, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+    /// What a failed move maps again, it maps only into a hole: where the
+    /// kernel unmapped it, another thread may have been given the range
+    /// since, and its memory must stay (MAP_FIXED would replace it).
+    func testMappingAHoleNeverMapsOverAMapping() throws {
+        let size = 4 * mebibyte
+        let memory = try XCTUnwrap(freshMapping())
+        defer { munmap(memory, size) }
+        touch(memory, size, 0x5A)  // someone else's, say
+        XCTAssertEqual(aiv_map_hole(memory + 2 * mebibyte, 2 * mebibyte), -1)
+        XCTAssertEqual(aiv_map_hole(memory + mebibyte, 2 * mebibyte), -1, "partly mapped")
+        XCTAssertTrue(pages(memory, 0..<size, hold: 0x5A), "not replaced by fresh pages")
+
+        munmap(memory + 2 * mebibyte, 2 * mebibyte)  // a hole
+        XCTAssertEqual(aiv_map_hole(memory + 2 * mebibyte, 2 * mebibyte), 0)
+        XCTAssertTrue(isMapped(memory + 2 * mebibyte, 2 * mebibyte))
+        touch(memory + 2 * mebibyte, 2 * mebibyte, 0x11)
+        XCTAssertTrue(pages(memory, 0..<2 * mebibyte, hold: 0x5A))
+    }
+
+    /// A move that fails part-way reports what it moved: that part of the
+    /// source is gone (its caller must not unmap it again), the rest of the
+    /// source is untouched, and so is the destination past the failed chunk.
+    func testMoveFailingPartWayReportsWhatItMoved() throws {
+        let source = try XCTUnwrap(freshMapping(6 * mebibyte))
+        let destination = try XCTUnwrap(freshMapping(6 * mebibyte))
+        defer {
+            munmap(source, 6 * mebibyte)
+            munmap(destination, 6 * mebibyte)
+        }
+        touch(source, 2 * mebibyte, 0x66)
+        munmap(source + 2 * mebibyte, 2 * mebibyte)  // the second chunk cannot move
+        touch(source + 4 * mebibyte, 2 * mebibyte, 0x67)
+        touch(destination + 4 * mebibyte, 2 * mebibyte, 0x77)
+        var lost = -1
+        let moved = aiv_move_pages(source, 6 * mebibyte, destination, 2 * mebibyte, &lost)
+        XCTAssertEqual(moved, 2 * mebibyte)
+        XCTAssertTrue(lost == 0 || lost == 2 * mebibyte, "at most the failed chunk")
+        XCTAssertFalse(isMapped(source, 2 * mebibyte), "moved away")
+        XCTAssertTrue(pages(destination, 0..<2 * mebibyte, hold: 0x66))
+        XCTAssertTrue(pages(source + 4 * mebibyte, 0..<2 * mebibyte, hold: 0x67), "the source's rest untouched")
+        XCTAssertTrue(pages(destination + 4 * mebibyte, 0..<2 * mebibyte, hold: 0x77), "not moved over")
+    }
+
+    /// When a move fails and a chunk of the destination is lost, the refill
+    /// fails (so does the decode, below), the buffer is never reused, and
+    /// the pool never unmaps what is no longer its own: neither the part of
+    /// the source that moved nor the lost chunk, where other mappings may be
+    /// by now (here two sentinels, mapped there the moment the move fails,
+    /// as another thread might). What is still its own it does unmap.
+    func testLostPagesAreNeverUnmapped() throws {
+        let chunk = 2 * mebibyte
+        let sentinels = Locked<[UnsafeMutablePointer<UInt8>]>([])
+        let destinations = Locked<[UnsafeMutablePointer<UInt8>]>([])
+        let pool = PixelBufferPool(countLimit: 2, byteLimit: 1 << 30, idleLifetime: 60) { from, count, to in
+            // One chunk moves; the next is lost (a kernel unmapped it, and
+            // another mapping took the hole); the rest is left as it was.
+            let moved = PixelBufferPool.movePages(from, chunk, to).moved
+            munmap(to + moved, chunk)
+            for hole in [from, to + moved] {
+                if let sentinel = mapSentinel(at: hole) { sentinels.withLock { $0.append(sentinel) } }
+            }
+            destinations.withLock { $0.append(to) }
+            return (moved, chunk)
+        }
+        defer { sentinels.withLock { $0 }.forEach { munmap($0, chunk) } }
+
+        // A refill: 2 MiB of the source move to 2..<4 MiB; 4..<6 MiB are lost.
+        let target = try XCTUnwrap(pool.take(8 * mebibyte))
+        touch(target, mebibyte, 0x11)
+        let source = try XCTUnwrap(pool.take(6 * mebibyte))
+        touch(source, 6 * mebibyte, 0x22)
+        pool.recycle(source)
+        XCTAssertEqual(pool.refill(target, written: mebibyte), .failed)
+        XCTAssertEqual(sentinels.withLock { $0.count }, 2, "both holes were free")
+        XCTAssertFalse(isMapped(source + chunk, chunk), "the source's rest is unmapped")
+        XCTAssertTrue(pages(target, 0..<mebibyte, hold: 0x11), "written rows kept")
+        XCTAssertTrue(pages(target, chunk..<2 * chunk, hold: 0x22), "the chunk that moved")
+        touch(target + 6 * mebibyte, chunk, 0x12)  // past the lost chunk: still the target's
+        pool.recycle(target)
+        XCTAssertEqual(pool.statistics.pooledCount, 0, "a buffer with a lost part is never reused")
+        XCTAssertFalse(isMapped(target, 4 * mebibyte), "unmapped up to the lost chunk")
+        XCTAssertFalse(isMapped(target + 6 * mebibyte, chunk), "and after it")
+
+        // A too-small waiting buffer moved under a fresh one: 2 of its 4 MiB
+        // move, the fresh buffer's 2..<4 MiB are lost.
+        let small = try XCTUnwrap(pool.take(3 * mebibyte))
+        touch(small, 3 * mebibyte, 0x33)
+        pool.recycle(small)
+        XCTAssertNil(pool.take(9 * mebibyte), "out of memory")
+        XCTAssertEqual(sentinels.withLock { $0.count }, 4, "both holes were free")
+        XCTAssertFalse(isMapped(small + chunk, chunk), "the small buffer's rest is unmapped")
+        let fresh = try XCTUnwrap(destinations.withLock { $0.last })
+        XCTAssertFalse(isMapped(fresh, chunk), "the fresh buffer is unmapped up to the lost chunk")
+        XCTAssertFalse(isMapped(fresh + 2 * chunk, chunk), "and after it")
+
+        for sentinel in sentinels.withLock({ $0 }) {
+            XCTAssertTrue(isMapped(sentinel, chunk), "another mapping was unmapped")
+            if isMapped(sentinel, chunk) { XCTAssertTrue(pages(sentinel, 0..<chunk, hold: 0x5A)) }
+        }
+        let statistics = pool.statistics
+        XCTAssertEqual(statistics.outstanding, 0)
+        XCTAssertEqual(statistics.pooledCount, 0)
+    }
+
+    /// A JPEG or PNG decode whose refill fails that way ends as a memory
+    /// failure, and gives its buffer back (which is then never reused).
+    func testDecodeWhoseRefillFailsIsAMemoryFailure() throws {
+        for (format, data) in [
+            ("JPEG", try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 6))),
+            ("PNG", try PNGEncoder().encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 6))),
+        ] {
+            var result = aiv_decode_result()
+            let status = data.withUnsafeBytes { raw in
+                withUnsafePointer(to: losingAllocator) { allocator in
+                    let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    return format == "JPEG"
+                        ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, &result)
+                        : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, &result)
+                }
+            }
+            XCTAssertEqual(status, -1, format)
+            XCTAssertEqual(result.stage, AIV_STAGE_MEMORY, format)
+            XCTAssertNil(result.pixels, format)
+            let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            XCTAssertEqual(message, "out of memory while decoding", format)
+            let statistics = losingPool.statistics
+            XCTAssertEqual(statistics.outstanding, 0, "\(format): the buffer was given back")
+            XCTAssertEqual(statistics.pooledCount, 0, "\(format): and not kept")
+            losingPool.removeAll()
+        }
+    }
+
+    /// An address where nothing is mapped (for a source that cannot move).
+    private func unmappedRange() -> UnsafeMutablePointer<UInt8> {
+        let raw = mmap(nil, 4 * mebibyte, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)!
+        munmap(raw, 4 * mebibyte)
+        return raw.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// Whether every page of `count` bytes at `pointer` is mapped.
+    private func isMapped(_ pointer: UnsafeMutablePointer<UInt8>, _ count: Int) -> Bool {
+        msync(pointer, count, MS_ASYNC) == 0
+    }
+
+    /// Fresh anonymous memory (4 MiB unless told).
+    private func freshMapping(_ size: Int = 4 << 20) -> UnsafeMutablePointer<UInt8>? {
+        guard let raw = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
             raw != MAP_FAILED
         else { return nil }
         return raw.assumingMemoryBound(to: UInt8.self)
@@ -366,6 +532,47 @@ private let refillingAllocator = aiv_pixel_allocator(
     progress: { pointer, count, written in
         guard let pointer, written >= count / 3 else { return 0 }
         switch refillPool.refill(pointer, written: written) {
+        case .later: return 0
+        case .done: return 1
+        case .failed: return -1
+        }
+    })
+
+/// Maps 2 MiB full of 0x5A exactly at `address` if nothing is mapped there
+/// (MAP_FIXED_NOREPLACE), as another thread's allocation might.
+private func mapSentinel(at address: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8>? {
+    let fixedNoReplace: Int32 = 0x100000
+    guard let raw = mmap(address, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | fixedNoReplace, -1, 0),
+        raw != MAP_FAILED
+    else { return nil }
+    let sentinel = raw.assumingMemoryBound(to: UInt8.self)
+    guard sentinel == address else {  // a kernel without MAP_FIXED_NOREPLACE took it as a hint
+        munmap(raw, 2 << 20)
+        return nil
+    }
+    sentinel.initialize(repeating: 0x5A, count: 2 << 20)
+    return sentinel
+}
+
+/// A pool whose moves all fail at once and lose the destination's first chunk.
+private let losingPool = PixelBufferPool(countLimit: 4, byteLimit: 1 << 30, idleLifetime: 60) { _, _, to in
+    munmap(to, 2 << 20)
+    return (0, 2 << 20)
+}
+
+/// Takes a fresh buffer, then releases another one, which the first
+/// progress call past a third of the rows tries to move in: and loses.
+private let losingAllocator = aiv_pixel_allocator(
+    allocate: { count in
+        losingPool.removeAll()
+        guard let buffer = losingPool.take(count), let other = losingPool.take(count) else { return nil }
+        losingPool.recycle(other)
+        return buffer
+    },
+    release: { pointer, _ in if let pointer { losingPool.recycle(pointer) } },
+    progress: { pointer, count, written in
+        guard let pointer, written >= count / 3 else { return 0 }
+        switch losingPool.refill(pointer, written: written) {
         case .later: return 0
         case .done: return 1
         case .failed: return -1
