@@ -116,7 +116,9 @@ public final class AsyncImageLoader: Sendable {
     }
 
     /// Called with every ``LoaderEvent`` (from the loader's own threads, never
-    /// under its lock; keep it quick). nil (the default) costs nothing.
+    /// under its lock; keep it quick). nil (the default) costs nothing. Steps
+    /// made on different threads at once can arrive in either order:
+    /// ``LoaderEvent/sequence`` gives the true order.
     public var eventMonitor: (@Sendable (LoaderEvent) -> Void)? {
         get { state.withLock { $0.eventMonitor } }
         set { replace(\.eventMonitor, with: newValue) }
@@ -220,7 +222,10 @@ public final class AsyncImageLoader: Sendable {
         guard let monitor = state.eventMonitor, !records.isEmpty else { return }
         let time = ProcessInfo.processInfo.systemUptime
         let events = records.map {
-            LoaderEvent(requestID: $0.id, url: $0.request.url, target: $0.target?.id, kind: kind, time: time)
+            state.eventSequence += 1
+            return LoaderEvent(
+                requestID: $0.id, url: $0.request.url, target: $0.target?.id, kind: kind, time: time,
+                sequence: state.eventSequence)
         }
         effects.append { events.forEach(monitor) }
     }
@@ -586,6 +591,8 @@ struct LoaderState {
     var perTarget: [TargetKey: [LoadRequest]] = [:]
     var sweepTimer: DispatchSourceTimer?
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
+    /// The ``LoaderEvent/sequence`` of the last event made.
+    var eventSequence: UInt64 = 0
 
     init(
         cache: ImageCache?, concurrentLoads: Int, loadingTimeout: Double, deliveryQueue: DispatchQueue,

@@ -31,4 +31,9 @@ public struct LoaderEvent: Sendable {
     public let kind: Kind
     /// When, in seconds of `ProcessInfo.systemUptime`.
     public let time: Double
+    /// The event's place in the loader's order of events: increasing, unique
+    /// per loader, assigned under the loader's lock. The monitor runs on the
+    /// thread that made the step, so events made on two threads at once can
+    /// reach it in either order; sort by this to see the true one.
+    public let sequence: UInt64
 }

@@ -221,7 +221,9 @@ final class LoaderBasicsTests: XCTestCase {
         h.load(h.server.url(21), target: target)
         wait(for: [h.log.outcomes(2, self)], timeout: 15)
         h.drainDeliveries()
-        let all = lock.withLock { events.value ?? [] }
+        // Steps made on two threads at once may reach the monitor in either order.
+        let all = lock.withLock { events.value ?? [] }.sorted { $0.sequence < $1.sequence }
+        XCTAssertEqual(Set(all.map(\.sequence)).count, all.count, "unique")
         let first = all.filter { $0.requestID == all.first?.requestID }.map(\.kind)
         XCTAssertEqual(first.count, 5)
         XCTAssertEqual(first[0], .queued)

@@ -69,6 +69,7 @@ final class JoinAtFirstDecode: @unchecked Sendable {
         }
     }
 
-    /// Every event so far, in order.
-    var events: [LoaderEvent] { lock.withLock { recorded } }
+    /// Every event so far, in the loader's order (events made on two threads
+    /// at once may reach the monitor in either order).
+    var events: [LoaderEvent] { lock.withLock { recorded }.sorted { $0.sequence < $1.sequence } }
 }
