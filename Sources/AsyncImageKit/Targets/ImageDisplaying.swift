@@ -10,7 +10,7 @@ import Foundation
 /// let cell = Thumbnail()
 /// cell.imageURL = thumbnailURL   // loads through AsyncImageLoader.shared, then sets `image`
 /// cell.imageURL = fullURL        // queued behind it: the thumbnail shows first if it arrives first
-/// cell.imageURL = nil            // cancels both and clears the image
+/// cell.imageURL = nil            // cancels both loads and clears the image
 /// ```
 ///
 /// The image is assigned on the loader's delivery queue.
@@ -20,12 +20,13 @@ public protocol ImageDisplaying: AnyObject {
 
     /// Setting it loads the image through ``imageLoader`` and assigns it to
     /// ``image``; setting it again queues the new URL behind the earlier ones
-    /// (the later one supersedes them once delivered); setting nil cancels this
-    /// object's loads and clears ``image``. Getting it returns the URL most
-    /// recently set. Setting a new URL keeps the current image until the new
-    /// one arrives (a thumbnail stays up while the full image loads); set nil
-    /// first to clear it, e.g. when a cell is reused. A default implementation
-    /// is provided.
+    /// (the later one supersedes them once delivered); setting nil cancels the
+    /// loads `imageURL` started (as the original did: loads made for this
+    /// object with ``AsyncImageLoader`` directly keep running) and clears
+    /// ``image``. Getting it returns the URL most recently set. Setting a new
+    /// URL keeps the current image until the new one arrives (a thumbnail
+    /// stays up while the full image loads); set nil first to clear it, e.g.
+    /// when a cell is reused. A default implementation is provided.
     var imageURL: URL? { get set }
 
     /// The loader ``imageURL`` uses (default: ``AsyncImageLoader/shared``).
