@@ -40,6 +40,11 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         var previous: Image?
         var transitionStart: Double?
         var state = State.empty
+        /// The URLs set since ``imageURL`` was last nil, oldest first, from
+        /// the last one delivered on: only their images are shown. (An image
+        /// whose delivery began just before `imageURL = nil` on another
+        /// thread then never comes back after the clear.)
+        var wanted: [URL] = []
         var placeholderImage: Image?
         var failureImage: Image?
         var showActivityIndicator = true
@@ -99,6 +104,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         set {
             change { fields in
                 fields.state = newValue.map { .loading($0) } ?? .empty
+                if let url = newValue { fields.wanted.append(url) } else { fields.wanted.removeAll() }
                 if newValue == nil {
                     fields.previous = nil
                     fields.image = nil
@@ -171,10 +177,17 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     }
 
     /// Shows the image (with a crossfade); the state becomes ``State/loaded(_:)``
-    /// when it is the image of the URL most recently set.
+    /// when it is the image of the URL most recently set. An image of a URL
+    /// no longer wanted (``imageURL`` was set to nil since, or a later URL's
+    /// image is already shown) is ignored.
     public func imageLoadDidFinish(_ image: Image, url: URL) {
-        self.image = image
+        let now = clock()
         change { fields in
+            guard let index = fields.wanted.lastIndex(of: url) else { return }
+            fields.wanted.removeFirst(index)  // earlier URLs are superseded now
+            fields.previous = Self.shown(&fields)
+            fields.image = image
+            fields.transitionStart = now
             if case .loading(let loading) = fields.state, loading == url { fields.state = .loaded(url) }
         }
     }

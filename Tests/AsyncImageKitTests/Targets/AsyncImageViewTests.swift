@@ -36,6 +36,31 @@ final class AsyncImageViewTests: XCTestCase {
         XCTAssertGreaterThan(changes.value, 0)
     }
 
+    /// `imageURL = nil` on another thread while a delivery is under way
+    /// (held here in a didFinish observer, which runs on the delivery queue
+    /// right before the action) wins: the image does not come back after
+    /// the clear.
+    func testClearingWhileADeliveryIsUnderWayWins() throws {
+        let h = try LoaderHarness()
+        let view = AsyncImageView(loader: h.loader)
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: view, queue: nil) { _ in
+            entered.signal()
+            release.wait()
+        }
+        defer { h.center.removeObserver(observer) }
+        view.imageURL = h.server.url(6)
+        XCTAssertEqual(entered.wait(timeout: .now() + 15), .success, "delivery under way")
+        view.imageURL = nil
+        release.signal()
+        h.drainDeliveries()
+        XCTAssertNil(view.image)
+        XCTAssertNil(view.displayedImage)
+        XCTAssertEqual(view.state, .empty)
+        XCTAssertNil(view.imageURL)
+    }
+
     func testFailureStateAndImage() throws {
         let h = try LoaderHarness()
         let view = AsyncImageView(loader: h.loader)
