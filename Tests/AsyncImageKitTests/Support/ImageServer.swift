@@ -91,8 +91,12 @@ final class ImageServer: @unchecked Sendable {
     }
 }
 
-/// Records what a loader delivers, in order, on its delivery queue.
+/// Records what a loader delivers, in order, on its delivery queue; with
+/// ``checkQueue(_:)``, every record made anywhere else fails the test
+/// (items 1 and 8: actions and notifications run on the delivery queue only).
 final class DeliveryLog: @unchecked Sendable {
+    private static let deliveryQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+    private var checksQueue = false
     enum Event: Equatable, CustomStringConvertible {
         case success(String, target: ObjectIdentifier?)
         case failure(String, target: ObjectIdentifier?)
@@ -124,7 +128,16 @@ final class DeliveryLog: @unchecked Sendable {
         }
     }
 
+    /// From now on, records must be made on `queue` (which it marks).
+    func checkQueue(_ queue: DispatchQueue) {
+        queue.setSpecific(key: Self.deliveryQueueKey, value: ObjectIdentifier(self))
+        lock.withLock { checksQueue = true }
+    }
+
     func record(_ event: Event, image: Image? = nil, error: AsyncImageError? = nil) {
+        if lock.withLock({ checksQueue }), DispatchQueue.getSpecific(key: Self.deliveryQueueKey) != ObjectIdentifier(self) {
+            XCTFail("\(event) ran off the delivery queue")
+        }
         let ready = lock.withLock { () -> [XCTestExpectation] in
             stored.append(event)
             if case .success(let path, _) = event { images[path] = image }
@@ -202,6 +215,7 @@ struct LoaderHarness {
             cache: cache ? self.cache : nil, concurrentLoads: concurrentLoads, loadingTimeout: timeout,
             deliveryQueue: queue, notificationCenter: center)
         _ = log.observe(center)
+        log.checkQueue(queue)
     }
 
     func load(_ url: URL, target: AnyObject? = nil) {
