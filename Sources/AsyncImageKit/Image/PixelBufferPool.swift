@@ -328,6 +328,16 @@ public final class PixelBufferPool: Sendable {
         return result
     }
 
+    /// ``refill(_:written:)`` as a codec's `aiv_pixel_allocator.progress`
+    /// answers it: 0 (call again), 1 (done) or -1 (fail the decode).
+    func progress(_ address: UnsafeMutablePointer<UInt8>, written: Int) -> Int32 {
+        switch refill(address, written: written) {
+        case .later: return 0
+        case .done: return 1
+        case .failed: return -1
+        }
+    }
+
     /// Which waiting buffer refills `rest` bytes: the smallest that fills
     /// them all, else the biggest (what is not moved of it is unmapped, so
     /// a big buffer is not spent on a small remainder while a fitting one waits).

@@ -40,11 +40,7 @@ enum PixelMemory {
         },
         progress: { pointer, count, written in
             guard let pointer, count >= largeSize else { return 1 }
-            switch PixelBufferPool.shared.refill(pointer, written: written) {
-            case .later: return 0
-            case .done: return 1
-            case .failed: return -1
-            }
+            return PixelBufferPool.shared.progress(pointer, written: written)
         })
 
     /// Wraps a buffer from ``allocate(_:)`` (or a decode) in `Data`, which gives it back.

@@ -521,37 +521,31 @@ private let refillPool = PixelBufferPool(countLimit: 4, byteLimit: 1 << 30, idle
 /// Takes a fresh buffer, then releases another of the same size full of
 /// 0xEE, which the first progress call past a third of the rows moves in.
 private let refillingAllocator = aiv_pixel_allocator(
-    allocate: { count in
-        refillPool.removeAll()
-        guard let buffer = refillPool.take(count), let other = refillPool.take(count) else { return nil }
-        other.initialize(repeating: 0xEE, count: count)
-        refillPool.recycle(other)
-        return buffer
-    },
+    allocate: { count in takeWithOneWaiting(refillPool, count, filledWith: 0xEE) },
     release: { pointer, _ in if let pointer { refillPool.recycle(pointer) } },
     progress: { pointer, count, written in
         guard let pointer, written >= count / 3 else { return 0 }
-        switch refillPool.refill(pointer, written: written) {
-        case .later: return 0
-        case .done: return 1
-        case .failed: return -1
-        }
+        return refillPool.progress(pointer, written: written)
     })
+
+/// A fresh buffer of `count` bytes from an emptied `pool`, and another one
+/// released into it (its pages filled with `fill`), waiting for a refill.
+private func takeWithOneWaiting(
+    _ pool: PixelBufferPool, _ count: Int, filledWith fill: UInt8
+) -> UnsafeMutablePointer<UInt8>? {
+    pool.removeAll()
+    guard let buffer = pool.take(count), let other = pool.take(count) else { return nil }
+    other.initialize(repeating: fill, count: count)
+    pool.recycle(other)
+    return buffer
+}
 
 /// Maps 2 MiB full of 0x5A exactly at `address` if nothing is mapped there
 /// (MAP_FIXED_NOREPLACE), as another thread's allocation might.
 private func mapSentinel(at address: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8>? {
-    let fixedNoReplace: Int32 = 0x100000
-    guard let raw = mmap(address, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | fixedNoReplace, -1, 0),
-        raw != MAP_FAILED
-    else { return nil }
-    let sentinel = raw.assumingMemoryBound(to: UInt8.self)
-    guard sentinel == address else {  // a kernel without MAP_FIXED_NOREPLACE took it as a hint
-        munmap(raw, 2 << 20)
-        return nil
-    }
-    sentinel.initialize(repeating: 0x5A, count: 2 << 20)
-    return sentinel
+    guard aiv_map_hole(address, 2 << 20) == 0 else { return nil }
+    address.initialize(repeating: 0x5A, count: 2 << 20)
+    return address
 }
 
 /// A pool whose moves all fail at once and lose the destination's first chunk.
@@ -563,18 +557,9 @@ private let losingPool = PixelBufferPool(countLimit: 4, byteLimit: 1 << 30, idle
 /// Takes a fresh buffer, then releases another one, which the first
 /// progress call past a third of the rows tries to move in: and loses.
 private let losingAllocator = aiv_pixel_allocator(
-    allocate: { count in
-        losingPool.removeAll()
-        guard let buffer = losingPool.take(count), let other = losingPool.take(count) else { return nil }
-        losingPool.recycle(other)
-        return buffer
-    },
+    allocate: { count in takeWithOneWaiting(losingPool, count, filledWith: 0xEE) },
     release: { pointer, _ in if let pointer { losingPool.recycle(pointer) } },
     progress: { pointer, count, written in
         guard let pointer, written >= count / 3 else { return 0 }
-        switch losingPool.refill(pointer, written: written) {
-        case .later: return 0
-        case .done: return 1
-        case .failed: return -1
-        }
+        return losingPool.progress(pointer, written: written)
     })
