@@ -259,10 +259,10 @@ public final class AsyncImageLoader: Sendable {
             if let existing = state.jobs[request.url.absoluteString] {
                 job = existing
             } else {
-                job = LoadJob(url: request.url, cache: state.cache)
+                job = LoadJob(url: request.url)
                 state.jobs[job.key] = job
             }
-            job.requests.append(record)
+            job.join(record, cache: state.cache)
             record.job = job
             self.report(.queued, [record], &state, &effects)
             // A request that joins late sees the steps it missed.
@@ -371,8 +371,18 @@ public final class AsyncImageLoader: Sendable {
             let outcome = Result { () throws(AsyncImageError) -> Image in
                 try ImageDecoder().decode(data, options: options)
             }.mapError { $0.with(url: url) }
-            if case .success(let image) = outcome { job.cache?.setImage(image, for: key) }
+            // Stored before the deliveries are scheduled, and outside the
+            // loader's lock (an eviction may release a large image).
+            var stored = state.withLock { _ in job.caches[key] ?? [] }
+            if case .success(let image) = outcome { stored.forEach { $0.setImage(image, for: key) } }
             let next = mutate { state, effects -> (key: ImageCacheKey, options: DecodingOptions)? in
+                if case .success(let image) = outcome {
+                    // A request that joined during the store brought another cache.
+                    for cache in job.caches[key] ?? [] where !stored.contains(where: { $0 === cache }) {
+                        stored.append(cache)
+                        cache.setImage(image, for: key)
+                    }
+                }
                 // A request that joined with a higher pixel limit than this
                 // decode had is decoded again rather than failed by a lower one.
                 func decodeAgain(_ record: LoadRequest) -> Bool {

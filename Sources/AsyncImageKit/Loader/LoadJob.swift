@@ -27,16 +27,25 @@ final class LoadJob: @unchecked Sendable {
     let url: URL
     /// The key in the loader's table of jobs: the URL's absolute string.
     let key: String
-    /// The cache the results go to: the loader's cache when the job was made.
-    let cache: ImageCache?
+    /// Where each size's result is stored: the caches the loader had when the
+    /// requests for that size were made (a later `cache` change affects later
+    /// requests only, even when they join this job). Each cache once, by identity.
+    private(set) var caches: [ImageCacheKey: [ImageCache]] = [:]
     /// Requests waiting for this job's body, in the order they joined.
     var requests: [LoadRequest] = []
     var phase = Phase.queued
 
-    init(url: URL, cache: ImageCache?) {
+    init(url: URL) {
         self.url = url
         self.key = url.absoluteString
-        self.cache = cache
+    }
+
+    /// Adds a request; its size's result will also be stored in `cache`.
+    func join(_ record: LoadRequest, cache: ImageCache?) {
+        requests.append(record)
+        guard let cache else { return }
+        let key = record.request.cacheKey
+        if caches[key]?.contains(where: { $0 === cache }) != true { caches[key, default: []].append(cache) }
     }
 
     var isQueued: Bool {

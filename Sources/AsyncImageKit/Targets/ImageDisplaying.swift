@@ -13,7 +13,10 @@ import Foundation
 /// cell.imageURL = nil            // cancels both loads and clears the image
 /// ```
 ///
-/// The image is assigned on the loader's delivery queue.
+/// The image is assigned on the loader's delivery queue, the clear of
+/// `imageURL = nil` too: set there (e.g. on the main thread with the main
+/// queue), `image` is nil at once; set on another thread, it becomes nil on
+/// the delivery queue, after any delivery already under way.
 public protocol ImageDisplaying: AnyObject {
     /// The image shown.
     var image: Image? { get set }
@@ -70,7 +73,12 @@ extension ImageDisplaying {
         let loader = imageLoader
         guard let url else {
             loader.cancelLoadingImages(target: self, action: ImageURLActions.show)
-            image = nil
+            // On the delivery queue, like every assignment the loader makes:
+            // after a delivery already under way, so its image cannot come back.
+            let target = WeakTarget(self)
+            DeliveryQueueMark.run(on: loader.deliveryQueue) {
+                (target.object as? any ImageDisplaying)?.image = nil
+            }
             return
         }
         loader.loadImage(

@@ -210,6 +210,44 @@ final class LoaderBasicsTests: XCTestCase {
         XCTAssertNotNil(h.cache.image(for: ImageCacheKey(url: h.server.url(4))))
     }
 
+    /// A cache change affects later requests only, even when a later request
+    /// joins a load that began before the change: each request's result goes
+    /// to the cache its loader had when it was made.
+    func testRequestsJoiningALoadUseTheCacheOfTheirOwnTime() throws {
+        let h = try LoaderHarness(cache: false)
+        let other = ImageCache()
+        let url = h.server.url(6)
+        let key = ImageCacheKey(url: url)
+        h.server.hold(url)
+        h.load(url)  // made with no cache
+        wait(for: [h.server.arrival(of: url, self)], timeout: 15)
+        h.loader.cache = h.cache
+        h.load(url)  // joins the held load; made with h.cache
+        h.loader.cache = other
+        h.load(url)  // joins too; made with other
+        h.loader.cache = nil
+        h.load(url)  // joins; made with no cache again
+        XCTAssertEqual(h.loader.activity.inFlight, 1)
+        h.server.release(url)
+        wait(for: [h.log.outcomes(4, self)], timeout: 15)
+        XCTAssertEqual(h.server.requestCount(url), 1, "one transfer")
+        XCTAssertNotNil(h.cache.image(for: key), "the cache of the second request")
+        XCTAssertNotNil(other.image(for: key), "the cache of the third request")
+
+        // And the other way round: a load begun with a cache, joined after the
+        // cache was removed, still stores for the request made with it.
+        let h2 = try LoaderHarness()
+        let url2 = h2.server.url(7)
+        h2.server.hold(url2)
+        h2.load(url2)
+        wait(for: [h2.server.arrival(of: url2, self)], timeout: 15)
+        h2.loader.cache = nil
+        h2.load(url2)
+        h2.server.release(url2)
+        wait(for: [h2.log.outcomes(2, self)], timeout: 15)
+        XCTAssertEqual(h2.cache.count, 1)
+    }
+
     func testEventMonitorSeesEveryStep() throws {
         let h = try LoaderHarness()
         let events = Box<[LoaderEvent]>([])

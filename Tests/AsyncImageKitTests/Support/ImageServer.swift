@@ -134,8 +134,11 @@ final class DeliveryLog: @unchecked Sendable {
         lock.withLock { checksQueue = true }
     }
 
+    /// Whether the caller runs on the queue given to ``checkQueue(_:)``.
+    var isOnCheckedQueue: Bool { DispatchQueue.getSpecific(key: Self.deliveryQueueKey) == ObjectIdentifier(self) }
+
     func record(_ event: Event, image: Image? = nil, error: AsyncImageError? = nil) {
-        if lock.withLock({ checksQueue }), DispatchQueue.getSpecific(key: Self.deliveryQueueKey) != ObjectIdentifier(self) {
+        if lock.withLock({ checksQueue }), !isOnCheckedQueue {
             XCTFail("\(event) ran off the delivery queue")
         }
         let ready = lock.withLock { () -> [XCTestExpectation] in
@@ -221,6 +224,9 @@ struct LoaderHarness {
     func load(_ url: URL, target: AnyObject? = nil) {
         loader.loadImage(ImageRequest(url: url), target: target, success: log.success, failure: log.failure)
     }
+
+    /// Whether the caller runs on the delivery queue.
+    var isOnDeliveryQueue: Bool { log.isOnCheckedQueue }
 
     /// Waits until everything already handed to the delivery queue has run.
     func drainDeliveries() { queue.sync {} }

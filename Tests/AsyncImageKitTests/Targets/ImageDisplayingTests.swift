@@ -39,9 +39,61 @@ final class ImageDisplayingTests: XCTestCase {
         view.imageURL = slow
         wait(for: [h.server.arrival(of: slow, self)], timeout: 15)
         view.imageURL = nil
+        h.drainDeliveries()  // off the delivery queue, the clear is made there
         XCTAssertNil(view.image)
         XCTAssertNil(view.imageURL)
         XCTAssertTrue(try XCTUnwrap(h.server.connection(slow)).waitForPeerClose(timeout: 10), "nil cancels the load")
+    }
+
+    /// `imageURL = nil` on another thread while a delivery is under way (held
+    /// in a didFinish observer, on the delivery queue right before the action)
+    /// clears on the delivery queue after it: the image does not come back,
+    /// and every assignment happens on the delivery queue.
+    func testClearingOffTheDeliveryQueueRunsAfterADeliveryUnderWay() throws {
+        let h = try LoaderHarness()
+        let view = Thumbnail(loader: h.loader)
+        let offQueue = Counter()
+        view.onImage = { _ in if !h.isOnDeliveryQueue { offQueue.increment() } }
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: view, queue: nil) { _ in
+            entered.signal()
+            release.wait()
+        }
+        defer { h.center.removeObserver(observer) }
+        view.imageURL = h.server.url(6)
+        XCTAssertEqual(entered.wait(timeout: .now() + 15), .success, "delivery under way")
+        view.imageURL = nil
+        release.signal()
+        h.drainDeliveries()
+        XCTAssertNil(view.image)
+        XCTAssertNil(view.imageURL)
+        XCTAssertEqual(offQueue.value, 0, "assigned only on the delivery queue")
+    }
+
+    /// On the delivery queue itself the clear is immediate.
+    func testClearingOnTheDeliveryQueueIsImmediate() throws {
+        let h = try LoaderHarness()
+        let view = Thumbnail(loader: h.loader)
+        let loaded = expectation(description: "image set")
+        view.onImage = { if $0 != nil { loaded.fulfill() } }
+        view.imageURL = h.server.url(3)
+        wait(for: [loaded], timeout: 15)
+        let cleared = h.queue.sync { () -> Bool in
+            view.imageURL = nil
+            return view.image == nil
+        }
+        XCTAssertTrue(cleared)
+    }
+
+    /// With the main queue delivering, the main thread counts as the delivery
+    /// queue: the clear is immediate there.
+    func testClearingOnTheMainThreadWithTheMainQueueIsImmediate() throws {
+        try XCTSkipUnless(Thread.isMainThread, "tests run on the main thread here")
+        let view = Thumbnail(loader: AsyncImageLoader(cache: nil, deliveryQueue: .main, notificationCenter: NotificationCenter()))
+        view.image = SyntheticImage.solid(width: 2, height: 2, color: RGBA(r: 1, g: 2, b: 3))
+        view.imageURL = nil
+        XCTAssertNil(view.image)
     }
 
     func testThumbnailThenFullImage() throws {
