@@ -10,12 +10,26 @@ final class CancellationTests: XCTestCase {
         let action: String
     }
 
-    /// Runs `loads` (all held in flight), cancels with `cancel`, releases
-    /// everything, and returns which loads were delivered.
+    /// Runs `loads` held, cancels with `cancel`, releases everything, and
+    /// returns which loads were delivered. Twice: with every transfer in
+    /// flight at the cancel (8 slots), and with only the first URL in flight
+    /// and the others queued (1 slot); both must give the same survivors, and
+    /// a queued URL none of whose requests survive must never be fetched.
     private func survivors(
-        of loads: [Load], _ cancel: (AsyncImageLoader, [Target], [URL], [String: ImageAction]) -> Void
+        of loads: [Load], _ cancel: (AsyncImageLoader, [Target], [URL], [String: ImageAction]) -> Void,
+        file: StaticString = #filePath, line: UInt = #line
     ) throws -> Set<String> {
-        let h = try LoaderHarness(concurrentLoads: 8)
+        let inFlight = try survivors(of: loads, concurrentLoads: 8, cancel, file: file, line: line)
+        let queued = try survivors(of: loads, concurrentLoads: 1, cancel, file: file, line: line)
+        XCTAssertEqual(inFlight, queued, "cancelled in flight vs queued", file: file, line: line)
+        return inFlight
+    }
+
+    private func survivors(
+        of loads: [Load], concurrentLoads: Int, _ cancel: (AsyncImageLoader, [Target], [URL], [String: ImageAction]) -> Void,
+        file: StaticString, line: UInt
+    ) throws -> Set<String> {
+        let h = try LoaderHarness(concurrentLoads: concurrentLoads)
         let targets = (0..<3).map { Target("t\($0)") }
         let urls = (0..<3).map { h.server.url($0) }
         urls.forEach(h.server.hold)
@@ -32,16 +46,25 @@ final class CancellationTests: XCTestCase {
             h.loader.loadImage(
                 ImageRequest(url: urls[load.url]), target: load.target.map { targets[$0] }, success: actions[load.action])
         }
-        let used = Set(loads.map(\.url))
-        wait(for: used.map { h.server.arrival(of: urls[$0], self) }, timeout: 15)
+        let started = concurrentLoads == 1 ? [loads[0].url] : Array(Set(loads.map(\.url)))
+        wait(for: started.map { h.server.arrival(of: urls[$0], self) }, timeout: 15)
+        XCTAssertEqual(h.loader.activity.queued, Set(loads.map(\.url)).count - started.count, file: file, line: line)
         cancel(h.loader, targets, urls, actions)
         let pending = h.loader.activity.pendingRequests
         urls.forEach(h.server.release)
         wait(for: [h.log.outcomes(pending, self)], timeout: 15)
         h.drainDeliveries()
-        XCTAssertEqual(h.loader.activity.pendingRequests, 0)
-        return delivered.value ?? []
+        XCTAssertEqual(h.loader.activity.pendingRequests, 0, file: file, line: line)
+        let result = delivered.value ?? []
+        for (index, url) in urls.enumerated() where !started.contains(index) {
+            let survives = result.contains { $0.hasPrefix(url.lastPathComponent + "/") }
+            XCTAssertEqual(
+                h.server.requestCount(url), survives ? 1 : 0, "\(url.lastPathComponent), queued at the cancel",
+                file: file, line: line)
+        }
+        return result
     }
+
 
     private let loads = [
         Load(url: 0, target: 0, action: "x"), Load(url: 0, target: 0, action: "y"), Load(url: 0, target: 1, action: "x"),
@@ -60,8 +83,9 @@ final class CancellationTests: XCTestCase {
 
     func testCancelByURL() throws {
         let result = try survivors(of: loads) { loader, _, u, _ in
-            loader.cancelLoading(url: u[0])
+            // The queued one first: cancelling 0 first frees its slot for 2 (LIFO).
             loader.cancelLoading(url: u[2])
+            loader.cancelLoading(url: u[0])
         }
         XCTAssertEqual(result, ["1.png/t0/x"])
     }

@@ -1,6 +1,7 @@
 import AsyncImageKit
 import Foundation
 import ImageFixtures
+import LoopbackHTTP
 import XCTest
 
 /// Settings, actions, notifications, errors and async/await, against the loopback server.
@@ -150,6 +151,54 @@ final class LoaderBasicsTests: XCTestCase {
         h.load(missing)
         wait(for: [h.log.outcomes(6, self)], timeout: 15)
         XCTAssertEqual(h.server.requestCount(missing), 2)
+    }
+
+    /// Transport failures (a refused connection, a connection cut mid-body
+    /// after a header that promised more) end in the failure action, right
+    /// after one didFail whose userInfo carries the same typed error.
+    func testTransportFailuresReachTheFailureActionAndDidFail() throws {
+        let h = try LoaderHarness()
+        let posted = Box<[String: AsyncImageError]>([:])
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFail, object: nil, queue: nil) { note in
+            guard let url = note.userInfo?[AsyncImageURLKey] as? URL else { return }
+            posted.value?[url.path] = note.userInfo?[AsyncImageErrorKey] as? AsyncImageError
+        }
+        defer { h.center.removeObserver(observer) }
+        h.server.respond("/cut.png") { connection in
+            connection.write("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 10000\r\n\r\n")
+            connection.write(Data(repeating: 0x89, count: 100))
+            connection.close()
+        }
+        let closed = try LoopbackServer { _, connection in connection.close() }
+        let refused = closed.url("/refused.png")
+        closed.stop()
+        let cut = h.server.url(path: "/cut.png")
+        let targets = [Target(), Target("other")]  // two targets: one failure must not supersede the other
+        h.load(cut, target: targets[0])
+        h.load(refused, target: targets[1])
+        wait(for: [h.log.outcomes(2, self)], timeout: 15)
+        h.drainDeliveries()
+
+        guard case .transport(let cutURL, let cutCode, _)? = h.log.errors["/cut.png"] else {
+            return XCTFail("cut: \(String(describing: h.log.errors["/cut.png"]))")
+        }
+        XCTAssertEqual(cutURL, cut)
+        XCTAssertEqual(cutCode, 18)  // CURLE_PARTIAL_FILE
+        guard case .transport(let refusedURL, let refusedCode, _)? = h.log.errors["/refused.png"] else {
+            return XCTFail("refused: \(String(describing: h.log.errors["/refused.png"]))")
+        }
+        XCTAssertEqual(refusedURL, refused)
+        XCTAssertEqual(refusedCode, 7)  // CURLE_COULDNT_CONNECT
+        XCTAssertEqual(posted.value?["/cut.png"], h.log.errors["/cut.png"])
+        XCTAssertEqual(posted.value?["/refused.png"], h.log.errors["/refused.png"])
+        let events = h.log.events
+        XCTAssertEqual(events.count, 4, "one post and one action each: \(events)")
+        for path in ["/cut.png", "/refused.png"] {
+            let index = try XCTUnwrap(events.firstIndex(of: .notified(path, finished: false)))
+            XCTAssertEqual(events[index + 1].description, "failure(\(path))")
+        }
+        XCTAssertEqual(h.cache.count, 0, "failures are not cached")
+        withExtendedLifetime(targets) {}
     }
 
     /// The timeout starts with the transfer: a request that waited in the queue

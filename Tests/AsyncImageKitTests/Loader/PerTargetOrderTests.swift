@@ -17,9 +17,14 @@ final class PerTargetOrderTests: XCTestCase {
         XCTAssertEqual(h.loader.url(for: cell), full)
         h.server.release(thumb)
         wait(for: [h.log.outcomes(1, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.loader.url(for: cell), full, "the thumbnail was delivered; the full image is still to come")
+        XCTAssertEqual(h.loader.url(for: cell, action: h.log.success), full)
         h.server.release(full)
         wait(for: [h.log.outcomes(2, self)], timeout: 15)
+        h.drainDeliveries()
         XCTAssertEqual(h.log.deliveredPaths, ["/img/1.png", "/img/2.png"])
+        XCTAssertNil(h.loader.url(for: cell), "both delivered")
     }
 
     func testLateThumbnailIsNeverShownOverTheFullImage() throws {

@@ -20,6 +20,7 @@ final class ImageServer: @unchecked Sendable {
     private(set) var peakActive = 0
     private var server: LoopbackServer!
     private var bodies: [String: Data] = [:]
+    private var handlers: [String: @Sendable (HTTPConnection) -> Void] = [:]
 
     init() throws {
         server = try LoopbackServer { [unowned self] request, connection in self.handle(request, connection) }
@@ -40,6 +41,12 @@ final class ImageServer: @unchecked Sendable {
 
     /// Serves `data` at `path`.
     func serve(_ path: String, _ data: Data) { lock.withLock { bodies[path] = data } }
+
+    /// Answers requests for `path` with `handler`, which writes what it likes
+    /// (a lying or broken response).
+    func respond(_ path: String, with handler: @escaping @Sendable (HTTPConnection) -> Void) {
+        lock.withLock { handlers[path] = handler }
+    }
 
     /// Makes requests for `url` wait until ``release(_:)``.
     func hold(_ url: URL) { lock.withLock { gates[url.path] = Gate() } }
@@ -77,6 +84,10 @@ final class ImageServer: @unchecked Sendable {
         waiters.forEach { $0.fulfill() }
         gate?.wait()
         defer { lock.withLock { active -= 1 } }
+        if let handler = lock.withLock({ handlers[request.path] }) {
+            handler(connection)
+            return
+        }
         if let body = lock.withLock({ bodies[request.path] }) {
             connection.respond(status: 200, body: body)
             return
