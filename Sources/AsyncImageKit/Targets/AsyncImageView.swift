@@ -223,8 +223,14 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
 
 /// Blends two images (the first frames) for a crossfade.
 enum Crossfade {
-    static func blend(from old: Image, to new: Image, fraction: Double) -> Image {
-        let source = (try? ImageResizer.resize(old, to: new.size)) ?? old
+    /// `old` (resized to `new`'s size) blended into `new`; `new` itself when
+    /// `old` cannot be resized (out of memory): no crossfade is better than
+    /// blending pixels of the wrong size.
+    static func blend(
+        from old: Image, to new: Image, fraction: Double,
+        resize: (Image, PixelSize) throws(AsyncImageError) -> Image = ImageResizer.resize
+    ) -> Image {
+        guard let source = try? resize(old, new.size), source.size == new.size else { return new }
         let f = Float(min(1, max(0, fraction)))
         var out = Data(count: new.width * new.height * 4)
         out.withUnsafeMutableBytes { raw in
