@@ -13,8 +13,9 @@ import Synchronization
 ///
 /// - **PSI** (`/proc/pressure/memory`): a trigger (`some 150000 2000000`, i.e.
 ///   tasks stalled on memory for 150 ms within 2 s) and `poll()` for `POLLPRI`.
-/// - **cgroup v2** `memory.events`: a change (inotify `IN_MODIFY`) in the
-///   `high`, `max` or `oom` counters of this process's cgroup.
+/// - **cgroup v2** `memory.events` of this process's cgroup: any change
+///   (inotify `IN_MODIFY`), i.e. one of its `low`, `high`, `max`, `oom` or
+///   `oom_kill` counters went up: each means the cgroup is short of memory.
 ///
 /// Either one may be missing (cgroup v1 machines, old kernels, no permission);
 /// the monitor then watches what is there, and ``purge()`` still works.
@@ -53,6 +54,7 @@ public final class MemoryPressureMonitor: Sendable {
     private let sources: [String]
     /// The write end of the pipe that stops the watcher (-1 when nothing is watched).
     private let stopWriter: Int32
+    private let stopped = Atomic<Bool>(false)
     /// Called after every purge, on the thread that purged (tests).
     private let didPurge: (@Sendable () -> Void)?
 
@@ -102,7 +104,8 @@ public final class MemoryPressureMonitor: Sendable {
 
     /// Stops watching and closes the descriptors (the shared monitor never stops).
     func stop() {
-        guard stopWriter >= 0 else { return }
+        // Once: a second close could hit a descriptor reused by then.
+        guard stopWriter >= 0, !stopped.exchange(true, ordering: .relaxed) else { return }
         close(stopWriter)  // the watcher sees POLLHUP on the read end
     }
 

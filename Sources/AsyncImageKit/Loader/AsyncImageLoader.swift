@@ -553,8 +553,30 @@ public final class AsyncImageLoader: Sendable {
         }
     }
 
+    /// A loader let go with requests still pending (only queued or
+    /// transferring ones can be: decodes and deliveries keep it alive) ends
+    /// them cancelled, silently, and stops their transfers, which would
+    /// otherwise run on with nobody to finish them.
     deinit {
-        state.withLock { $0.sweepTimer?.cancel() }
+        let (timer, tasks, records) = state.withLock { state -> (DispatchSourceTimer?, [DataTask], [LoadRequest]) in
+            let tasks = state.jobs.values.compactMap { job -> DataTask? in
+                if case .loading(let task) = job.phase { return task }
+                return nil
+            }
+            let records = Array(state.pending.values)
+            for record in records {
+                record.state = .cancelled
+                record.job = nil
+            }
+            state.pending = [:]
+            state.jobs = [:]
+            state.perTarget = [:]
+            state.awaitingDecoder = []
+            return (state.sweepTimer, tasks, records)
+        }
+        timer?.cancel()
+        tasks.forEach { $0.cancel() }
+        records.forEach { $0.onCancelled?() }
     }
 }
 

@@ -102,16 +102,28 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
             }
         } }
         set {
-            change { fields in
-                fields.state = newValue.map { .loading($0) } ?? .empty
-                if let url = newValue { fields.wanted.append(url) } else { fields.wanted.removeAll() }
-                if newValue == nil {
-                    fields.previous = nil
-                    fields.image = nil
-                    fields.transitionStart = nil
+            // The view's record and the loader call as one step against other
+            // threads' sets, so the loader's latest URL is the view's.
+            // `onChange` runs after, outside that step.
+            let observer = ImageURLRegistry.shared.ordered { () -> (@Sendable (AsyncImageView) -> Void)? in
+                let observer = fields.withLock { fields in
+                    fields.state = newValue.map { .loading($0) } ?? .empty
+                    if let url = newValue {
+                        fields.wanted.append(url)
+                        if fields.wanted.count > 32 { fields.wanted.removeFirst() }  // loads that never end
+                    } else {
+                        fields.wanted.removeAll()
+                        fields.previous = nil
+                        fields.image = nil
+                        fields.transitionStart = nil
+                    }
+                    return fields.onChange
                 }
+                // Cleared above at once; no later clear that could erase an image set meanwhile.
+                applyImageURL(newValue, clearsImage: false)
+                return observer
             }
-            loadImageURL(newValue)
+            observer?(self)
         }
     }
 

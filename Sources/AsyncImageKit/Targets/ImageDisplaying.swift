@@ -69,61 +69,144 @@ extension ImageDisplaying {
 
     /// What the default ``imageURL`` setter does; call it from your own `imageURL`.
     public func loadImageURL(_ url: URL?) {
-        ImageURLRegistry.shared.set(url, for: self)
+        applyImageURL(url, clearsImage: true)
+    }
+
+    /// Records `url` and starts (or cancels) its load, as one step against
+    /// other threads' `imageURL` sets, so the loader sees URLs in the order
+    /// they were recorded. `clearsImage`: nil also clears ``image``.
+    func applyImageURL(_ url: URL?, clearsImage: Bool) {
         let loader = imageLoader
-        guard let url else {
-            loader.cancelLoadingImages(target: self, action: ImageURLActions.show)
-            // On the delivery queue, like every assignment the loader makes:
-            // after a delivery already under way, so its image cannot come back.
-            let target = WeakTarget(self)
-            DeliveryQueueMark.run(on: loader.deliveryQueue) {
-                (target.object as? any ImageDisplaying)?.image = nil
+        ImageURLRegistry.shared.set(url, for: self) { generation in
+            guard let url else {
+                loader.cancelLoadingImages(target: self, action: ImageURLActions.show)
+                guard clearsImage else { return }
+                // On the delivery queue, like every assignment the loader makes:
+                // after a delivery already under way, so its image cannot come
+                // back; skipped if imageURL was set again meanwhile.
+                let target = WeakTarget(self)
+                DeliveryQueueMark.run(on: loader.deliveryQueue) {
+                    guard let object = target.object as? any ImageDisplaying,
+                        ImageURLRegistry.shared.generation(for: object) == generation
+                    else { return }
+                    object.image = nil
+                }
+                return
             }
-            return
+            loader.loadImage(
+                ImageRequest(url: url, targetSize: imageDisplaySize), target: self, success: ImageURLActions.show,
+                failure: ImageURLActions.fail)
         }
-        loader.loadImage(
-            ImageRequest(url: url, targetSize: imageDisplaySize), target: self, success: ImageURLActions.show,
-            failure: ImageURLActions.fail)
     }
 }
 
-/// The actions ``ImageDisplaying/imageURL`` loads with.
+/// The actions ``ImageDisplaying/imageURL`` loads with. Each passes on only
+/// outcomes of URLs set since `imageURL` was last nil (a delivery that was
+/// already under way when it was cleared is dropped), and, like the loader,
+/// treats the earlier URLs as superseded once one is delivered.
 public enum ImageURLActions {
     /// Hands the image to the target's `imageLoadDidFinish` (named `"imageURL"`).
     public static let show = ImageAction("imageURL") { target, image, url in
-        (target as? any ImageDisplaying)?.imageLoadDidFinish(image, url: url)
+        guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.claim(url, for: target) else { return }
+        target.imageLoadDidFinish(image, url: url)
     }
 
     /// Tells the target (named `"imageURL"`, like ``show``, so they cancel together).
     public static let fail = ImageFailureAction("imageURL") { target, error, url in
-        (target as? any ImageDisplaying)?.imageLoadDidFail(error, url: url)
+        guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.claim(url, for: target) else { return }
+        target.imageLoadDidFail(error, url: url)
     }
 }
 
-/// The URL most recently set on each object through `imageURL`, held weakly.
+/// What `imageURL` records per object (held weakly): the URL most recently
+/// set, the URLs still wanted, and a generation that every set advances.
+///
+/// One recursive lock covers an object's record *and* the loader call that
+/// follows it, so two threads setting `imageURL` at once reach the loader in
+/// the order they recorded (the loader's later URL is the registry's).
 final class ImageURLRegistry: @unchecked Sendable {
     static let shared = ImageURLRegistry()
 
-    private let entries = Locked<[ObjectIdentifier: (target: WeakTarget, url: URL)]>([:])
-
-    func url(for object: AnyObject) -> URL? {
-        var keep = KeepAlive()
-        let url = entries.withLock { entries -> URL? in
-            guard let entry = entries[ObjectIdentifier(object)], entry.target.refers(to: object, &keep) else { return nil }
-            return entry.url
-        }
-        withExtendedLifetime(keep) {}  // released here, outside the lock
-        return url
+    private struct Entry {
+        let target: WeakTarget
+        var latest: URL?
+        /// URLs set since the last nil, oldest first, from the last one delivered on.
+        var wanted: [URL] = []
+        var generation: UInt64 = 0
     }
 
-    func set(_ url: URL?, for object: AnyObject) {
+    /// Recursive: a loader call made under it may release a target whose
+    /// `deinit` sets `imageURL` again on the same thread.
+    private let lock = NSRecursiveLock()
+    private var entries: [ObjectIdentifier: Entry] = [:]
+    /// The most URLs kept wanted per object (loads that never end in a delivery stay listed).
+    private let wantedLimit = 32
+
+    func url(for object: AnyObject) -> URL? {
+        withEntry(of: object, creating: false) { $0?.latest }
+    }
+
+    func generation(for object: AnyObject) -> UInt64? {
+        withEntry(of: object, creating: false) { $0?.generation }
+    }
+
+    /// Runs `body` under the lock: a target that records more of its own
+    /// (``AsyncImageView``) does so in the same order as the loader calls.
+    func ordered<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
+    }
+
+    /// Records `url` (nil clears) for `object`, then runs `body` with the new
+    /// generation, both under the lock.
+    func set(_ url: URL?, for object: AnyObject, then body: (UInt64) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        let generation = withEntry(of: object, creating: true) { entry -> UInt64 in
+            guard var current = entry else { return 0 }
+            current.latest = url
+            if let url {
+                current.wanted.append(url)
+                if current.wanted.count > wantedLimit { current.wanted.removeFirst() }
+            } else {
+                current.wanted.removeAll()
+            }
+            current.generation &+= 1
+            entry = current
+            return current.generation
+        }
+        body(generation)
+    }
+
+    /// Whether `url`'s outcome is still wanted by `object`; if so, it and
+    /// every URL set before it stop being wanted.
+    func claim(_ url: URL, for object: AnyObject) -> Bool {
+        withEntry(of: object, creating: false) { entry in
+            guard let index = entry?.wanted.lastIndex(of: url) else { return false }
+            entry?.wanted.removeFirst(index + 1)
+            return true
+        }
+    }
+
+    /// Runs `body` on `object`'s entry under the lock (nil when it has none
+    /// and `creating` is false); parked references are released after it.
+    private func withEntry<T>(of object: AnyObject, creating: Bool, _ body: (inout Entry?) -> T) -> T {
         var keep = KeepAlive()
-        entries.withLock { entries in
+        let result = lock.withLock { () -> T in
+            let id = ObjectIdentifier(object)
             if entries.count > 64 && entries.count.isMultiple(of: 64) {
                 entries = entries.filter { $0.value.target.isAlive(&keep) }
             }
-            entries[ObjectIdentifier(object)] = url.map { (WeakTarget(object), $0) }
+            var entry = entries[id]
+            // An entry of a dead object whose address was reused is not this object's.
+            if let found = entry, !found.target.refers(to: object, &keep) { entry = nil }
+            if entry == nil && creating { entry = Entry(target: WeakTarget(object)) }
+            let result = body(&entry)
+            entries[id] = entry
+            return result
         }
         withExtendedLifetime(keep) {}
+        return result
     }
 }

@@ -38,6 +38,7 @@ final class MemoryPressureMonitorTests: XCTestCase {
         wait(for: [purged], timeout: 10)
         XCTAssertEqual(cache.count, 0)
         XCTAssertEqual(monitor.purgeCount, 1)
+        monitor.stop()  // and again in the defer: only the first closes anything
     }
 
     func testAPSIStyleTriggerPurges() throws {
@@ -62,6 +63,16 @@ final class MemoryPressureMonitorTests: XCTestCase {
         wait(for: [purged], timeout: 10)
         XCTAssertEqual(cache.count, 0)
         XCTAssertEqual(monitor.purgeCount, 1)
+    }
+
+    /// A tenth of what the process may use (physical memory, or a smaller
+    /// cgroup limit), at most 1 GiB.
+    func testDefaultCostLimit() {
+        let physical = Int(clamping: ProcessInfo.processInfo.physicalMemory)
+        let available = min(physical, MemoryPressureMonitor.cgroupMemoryLimit ?? .max)
+        XCTAssertEqual(ImageCache.defaultTotalCostLimit, min(available / 10, 1 << 30))
+        XCTAssertEqual(ImageCache().totalCostLimit, ImageCache.defaultTotalCostLimit)
+        XCTAssertGreaterThan(ImageCache.defaultTotalCostLimit, 0)
     }
 
     /// The effective limit is the smallest on the cgroup's path: its own, or

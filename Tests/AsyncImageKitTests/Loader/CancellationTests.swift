@@ -175,6 +175,33 @@ final class CancellationTests: XCTestCase {
         XCTAssertEqual(h.log.deliveredPaths.count, 1)
     }
 
+    /// A loader let go while its requests are pending stops their transfers
+    /// (no transfer runs on with nobody to finish it) and ends them silently:
+    /// no callback, and a queued URL is never fetched.
+    func testReleasingALoaderStopsItsTransfers() throws {
+        let server = try ImageServer()
+        let (held, queued) = (server.url(3), server.url(4))
+        server.hold(held)
+        let queue = DispatchQueue(label: "released loader's deliveries")
+        let calls = Counter()
+        let success = ImageAction("count") { _, _, _ in calls.increment() }
+        let failure = ImageFailureAction("count") { _, _, _ in calls.increment() }
+        var loader: AsyncImageLoader? = AsyncImageLoader(
+            cache: nil, concurrentLoads: 1, deliveryQueue: queue, notificationCenter: NotificationCenter())
+        let target = Target()
+        loader?.loadImage(held, target: target, success: success, failure: failure)
+        loader?.loadImage(queued, target: target, success: success, failure: failure)
+        wait(for: [server.arrival(of: held, self)], timeout: 15)
+        weak let released = loader
+        loader = nil
+        XCTAssertNil(released, "nothing else keeps a loader alive")
+        XCTAssertTrue(try XCTUnwrap(server.connection(held)).waitForPeerClose(timeout: 10), "the transfer is stopped")
+        server.release(held)
+        queue.sync {}
+        XCTAssertEqual(calls.value, 0)
+        XCTAssertEqual(server.requestCount(queued), 0)
+    }
+
     /// An object released by the loader (here: held only by a cancelled
     /// request's action) whose `deinit` calls the loader again, as the
     /// original AsyncImageView's `dealloc` did. Its last release must come

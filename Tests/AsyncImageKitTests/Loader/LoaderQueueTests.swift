@@ -57,6 +57,28 @@ final class LoaderQueueTests: XCTestCase {
         XCTAssertEqual(h.loader.activity.inFlight, 0)
     }
 
+    /// Lowering the cap stops nothing already running, but nothing new
+    /// starts until the transfers in flight are below the new cap.
+    func testLoweringTheCapHoldsBackNewTransfers() throws {
+        let h = try LoaderHarness(concurrentLoads: 3)
+        let urls = (1...4).map { h.server.url($0) }
+        urls.forEach(h.server.hold)
+        urls.forEach { h.load($0) }
+        wait(for: urls.prefix(3).map { h.server.arrival(of: $0, self) }, timeout: 15)
+        h.loader.concurrentLoads = 1
+        for (index, url) in urls.prefix(2).enumerated() {
+            h.server.release(url)
+            wait(for: [h.log.outcomes(index + 1, self)], timeout: 15)
+            XCTAssertEqual(h.loader.activity.queued, 1, "\(2 - index) still in flight: the last stays queued")
+            XCTAssertEqual(h.server.requestCount(urls[3]), 0)
+        }
+        h.server.release(urls[2])
+        wait(for: [h.server.arrival(of: urls[3], self)], timeout: 15)  // none in flight now: it starts
+        h.server.release(urls[3])
+        wait(for: [h.log.outcomes(4, self)], timeout: 15)
+        XCTAssertEqual(h.loader.activity.peakInFlight, 3)
+    }
+
     func testRequestsForOneURLShareOneTransfer() throws {
         let h = try LoaderHarness()
         let url = h.server.url(8)

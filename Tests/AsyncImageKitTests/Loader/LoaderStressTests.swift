@@ -104,8 +104,28 @@ final class LoaderStressTests: XCTestCase {
                     }
                 default:
                     let chosen: Target? = roll < 28 ? nil : target
-                    let (success, failure) = check.actions(number, target: chosen?.name)
-                    h.loader.loadImage(ImageRequest(url: url), target: chosen, success: success, failure: failure)
+                    // Several sizes and pixel limits of one URL share its transfer,
+                    // each decoded (and cached) on its own; the 4x4 images are over
+                    // a limit of 8 pixels. Every outcome is checked against the request.
+                    let request: ImageRequest
+                    let expected: StressCheck.Expected
+                    let junk = Int(url.deletingPathExtension().lastPathComponent)! % 17 == 0
+                    switch random.next() % 10 {
+                    case 0..<3:
+                        request = ImageRequest(url: url, targetSize: PixelSize(width: 2, height: 2))
+                        expected = junk ? .failure : .image(PixelSize(width: 2, height: 2))
+                    case 3:
+                        request = ImageRequest(url: url, targetSize: PixelSize(width: 3, height: 2), contentMode: .aspectFit)
+                        expected = junk ? .failure : .image(PixelSize(width: 2, height: 2))
+                    case 4:
+                        request = ImageRequest(url: url, maxPixels: 8)
+                        expected = .failure
+                    default:
+                        request = ImageRequest(url: url)
+                        expected = junk ? .failure : .image(PixelSize(width: 4, height: 4))
+                    }
+                    let (success, failure) = check.actions(number, target: chosen?.name, expected: expected)
+                    h.loader.loadImage(request, target: chosen, success: success, failure: failure)
                     check.issued(number, url: url)
                     loads.increment()
                     if let chosen { issuedTo[ObjectIdentifier(chosen), default: []].append((number, url)) }
@@ -177,10 +197,24 @@ private final class StressCheck: @unchecked Sendable {
         }
     }
 
+    /// What a request must end in, if it is delivered.
+    enum Expected: Sendable {
+        case image(PixelSize)
+        case failure
+    }
+
     /// Success and failure actions (named like ``action``) for request `number`.
-    func actions(_ number: Int, target name: String?) -> (ImageAction, ImageFailureAction) {
-        let success = ImageAction("stress") { target, _, url in self.called(number, target, url, name) }
-        let failure = ImageFailureAction("stress") { target, _, url in self.called(number, target, url, name) }
+    func actions(_ number: Int, target name: String?, expected: Expected) -> (ImageAction, ImageFailureAction) {
+        let success = ImageAction("stress") { target, image, url in
+            if case .image(let size) = expected, image.size == size {} else {
+                self.violation("request \(number) for \(url.path): a \(image.size) image, expected \(expected)")
+            }
+            self.called(number, target, url, name)
+        }
+        let failure = ImageFailureAction("stress") { target, error, url in
+            if case .image = expected { self.violation("request \(number) for \(url.path) failed: \(error)") }
+            self.called(number, target, url, name)
+        }
         return (success, failure)
     }
 

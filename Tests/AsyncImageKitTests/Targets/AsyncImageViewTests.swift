@@ -61,6 +61,43 @@ final class AsyncImageViewTests: XCTestCase {
         XCTAssertNil(view.imageURL)
     }
 
+    /// The view clears itself at once on `imageURL = nil`, so no clear comes
+    /// later through the delivery queue to erase an image set meanwhile.
+    func testAnImageSetRightAfterAClearStays() throws {
+        let h = try LoaderHarness()
+        let view = AsyncImageView(loader: h.loader)
+        let busy = DispatchSemaphore(value: 0)
+        h.queue.async { busy.wait() }  // the delivery queue is busy
+        view.imageURL = h.server.url(6)
+        view.imageURL = nil
+        view.image = grey
+        busy.signal()
+        h.drainDeliveries()
+        XCTAssertEqual(view.image?.pixel(x: 0, y: 0), grey.pixel(x: 0, y: 0))
+    }
+
+    /// Two threads setting `imageURL` at once: the view ends loaded with the
+    /// image of the URL it reports. (No cache, so deliveries come in any
+    /// order: if the loader took another URL as the latest than the view, the
+    /// view's URL would be cancelled and the view left loading for good.)
+    func testConcurrentSetsEndLoadedWithTheLastURL() throws {
+        let h = try LoaderHarness(cache: false)
+        let urls = (0..<8).map { h.server.url(40 + $0) }
+        for round in 0..<300 {
+            let view = AsyncImageView(loader: h.loader)
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                for step in 0..<20 { view.imageURL = urls[side * 4 + (round + step) % 4] }
+            }
+            let deadline = Date().addingTimeInterval(15)
+            while h.loader.activity.pendingRequests > 0 && Date() < deadline { usleep(1000) }
+            h.drainDeliveries()
+            let last = try XCTUnwrap(view.imageURL)
+            guard view.state == .loaded(last),
+                view.image?.pixel(x: 0, y: 0) == ImageServer.color(urls.firstIndex(of: last)! + 40)
+            else { return XCTFail("round \(round): imageURL \(last.path), state \(view.state)") }
+        }
+    }
+
     func testFailureStateAndImage() throws {
         let h = try LoaderHarness()
         let view = AsyncImageView(loader: h.loader)

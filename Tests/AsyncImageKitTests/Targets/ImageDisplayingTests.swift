@@ -96,6 +96,45 @@ final class ImageDisplayingTests: XCTestCase {
         XCTAssertNil(view.image)
     }
 
+    /// `imageURL = nil` from a didFinish observer (on the delivery queue,
+    /// right before the action) wins over the delivery under way.
+    func testClearingFromADidFinishObserverWins() throws {
+        let h = try LoaderHarness()
+        let view = Thumbnail(loader: h.loader)
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: view, queue: nil) { _ in
+            view.imageURL = nil
+        }
+        defer { h.center.removeObserver(observer) }
+        let posted = expectation(forNotification: .asyncImageLoadDidFinish, object: view, notificationCenter: h.center)
+        view.imageURL = h.server.url(6)
+        wait(for: [posted], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertNil(view.image)
+        XCTAssertNil(view.imageURL)
+    }
+
+    /// Two threads setting `imageURL` at once: whichever the object records
+    /// last is the one the loader treats as latest, so the image shown in the
+    /// end is the image of `imageURL`.
+    func testConcurrentSetsEndWithTheImageOfTheLastURL() throws {
+        let h = try LoaderHarness()
+        let urls = (0..<8).map { h.server.url(40 + $0) }
+        for url in urls { h.load(url) }  // cached: deliveries follow at once
+        wait(for: [h.log.outcomes(urls.count, self)], timeout: 15)
+        for round in 0..<60 {
+            let view = Thumbnail(loader: h.loader)
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                for step in 0..<50 { view.imageURL = urls[side * 4 + (round + step) % 4] }
+            }
+            h.drainDeliveries()
+            let last = try XCTUnwrap(view.imageURL)
+            let n = urls.firstIndex(of: last)! + 40
+            guard view.image?.pixel(x: 0, y: 0) == ImageServer.color(n) else {
+                return XCTFail("round \(round): imageURL \(last.path), image \(String(describing: view.image?.pixel(x: 0, y: 0)))")
+            }
+        }
+    }
+
     func testThumbnailThenFullImage() throws {
         let h = try LoaderHarness()
         let view = Thumbnail(loader: h.loader)
