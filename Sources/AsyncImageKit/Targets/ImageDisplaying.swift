@@ -139,8 +139,13 @@ final class ImageURLRegistry: @unchecked Sendable {
     /// `deinit` sets `imageURL` again on the same thread.
     private let lock = NSRecursiveLock()
     private var entries: [ObjectIdentifier: Entry] = [:]
+    /// The table size at which entries of dead objects are next dropped.
+    private var nextSweep = 64
     /// The most URLs kept wanted per object (loads that never end in a delivery stay listed).
     private let wantedLimit = 32
+
+    /// Entries held now, dead objects' included until the next sweep (tests).
+    var count: Int { lock.withLock { entries.count } }
 
     func url(for object: AnyObject) -> URL? {
         withEntry(of: object, creating: false) { $0?.latest }
@@ -195,8 +200,10 @@ final class ImageURLRegistry: @unchecked Sendable {
         var keep = KeepAlive()
         let result = lock.withLock { () -> T in
             let id = ObjectIdentifier(object)
-            if entries.count > 64 && entries.count.isMultiple(of: 64) {
+            if entries.count >= nextSweep {
+                // Amortized: the next sweep waits until the table has doubled.
                 entries = entries.filter { $0.value.target.isAlive(&keep) }
+                nextSweep = max(64, 2 * entries.count)
             }
             var entry = entries[id]
             // An entry of a dead object whose address was reused is not this object's.
