@@ -239,6 +239,27 @@ struct LoaderHarness {
     /// Whether the caller runs on the delivery queue.
     var isOnDeliveryQueue: Bool { log.isOnCheckedQueue }
 
+    /// Runs `start` (which loads for `object`), holds the delivery in a
+    /// didFinish observer for `object` (on the delivery queue, right before
+    /// the action), runs `meanwhile` while it is held, then lets it finish
+    /// and waits for the delivery queue.
+    func whileDeliveryIsUnderWay(
+        for object: AnyObject, start: () -> Void, meanwhile: () -> Void, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let observer = center.addObserver(forName: .asyncImageLoadDidFinish, object: object, queue: nil) { _ in
+            entered.signal()
+            release.wait()
+        }
+        defer { center.removeObserver(observer) }
+        start()
+        XCTAssertEqual(entered.wait(timeout: .now() + 15), .success, "delivery under way", file: file, line: line)
+        meanwhile()
+        release.signal()
+        drainDeliveries()
+    }
+
     /// Waits until everything already handed to the delivery queue has run.
     func drainDeliveries() { queue.sync {} }
 }

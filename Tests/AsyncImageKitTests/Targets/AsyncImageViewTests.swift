@@ -43,18 +43,7 @@ final class AsyncImageViewTests: XCTestCase {
     func testClearingWhileADeliveryIsUnderWayWins() throws {
         let h = try LoaderHarness()
         let view = AsyncImageView(loader: h.loader)
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: view, queue: nil) { _ in
-            entered.signal()
-            release.wait()
-        }
-        defer { h.center.removeObserver(observer) }
-        view.imageURL = h.server.url(6)
-        XCTAssertEqual(entered.wait(timeout: .now() + 15), .success, "delivery under way")
-        view.imageURL = nil
-        release.signal()
-        h.drainDeliveries()
+        h.whileDeliveryIsUnderWay(for: view, start: { view.imageURL = h.server.url(6) }, meanwhile: { view.imageURL = nil })
         XCTAssertNil(view.image)
         XCTAssertNil(view.displayedImage)
         XCTAssertEqual(view.state, .empty)

@@ -54,18 +54,7 @@ final class ImageDisplayingTests: XCTestCase {
         let view = Thumbnail(loader: h.loader)
         let offQueue = Counter()
         view.onImage = { _ in if !h.isOnDeliveryQueue { offQueue.increment() } }
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: view, queue: nil) { _ in
-            entered.signal()
-            release.wait()
-        }
-        defer { h.center.removeObserver(observer) }
-        view.imageURL = h.server.url(6)
-        XCTAssertEqual(entered.wait(timeout: .now() + 15), .success, "delivery under way")
-        view.imageURL = nil
-        release.signal()
-        h.drainDeliveries()
+        h.whileDeliveryIsUnderWay(for: view, start: { view.imageURL = h.server.url(6) }, meanwhile: { view.imageURL = nil })
         XCTAssertNil(view.image)
         XCTAssertNil(view.imageURL)
         XCTAssertEqual(offQueue.value, 0, "assigned only on the delivery queue")
