@@ -115,8 +115,9 @@ public final class AsyncImageLoader: Sendable {
         set { replace(\.notificationCenter, with: newValue) }
     }
 
-    /// Called with every ``LoaderEvent`` (from the loader's own threads, never
-    /// under its lock; keep it quick). nil (the default) costs nothing. Steps
+    /// Called with every ``LoaderEvent`` (from the loader's own threads and
+    /// the callers', never under its lock; keep it quick, and never wait on
+    /// the delivery queue from it: a caller may be inside an `imageURL` set). nil (the default) costs nothing. Steps
     /// made on different threads at once can arrive in either order:
     /// ``LoaderEvent/sequence`` gives the true order.
     public var eventMonitor: (@Sendable (LoaderEvent) -> Void)? {
