@@ -418,19 +418,8 @@ final class PixelBufferPoolTests: XCTestCase {
     /// A JPEG or PNG decode whose refill fails that way ends as a memory
     /// failure, and gives its buffer back (which is then never reused).
     func testDecodeWhoseRefillFailsIsAMemoryFailure() throws {
-        for (format, data) in [
-            ("JPEG", try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 6))),
-            ("PNG", try PNGEncoder().encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 6))),
-        ] {
-            var result = aiv_decode_result()
-            let status = data.withUnsafeBytes { raw in
-                withUnsafePointer(to: losingAllocator) { allocator in
-                    let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                    return format == "JPEG"
-                        ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, &result)
-                        : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, &result)
-                }
-            }
+        for (format, data) in try photoFiles(seed: 6) {
+            let (status, result) = decode(format, data, with: losingAllocator)
             XCTAssertEqual(status, -1, format)
             XCTAssertEqual(result.stage, AIV_STAGE_MEMORY, format)
             XCTAssertNil(result.pixels, format)
@@ -441,6 +430,28 @@ final class PixelBufferPoolTests: XCTestCase {
             XCTAssertEqual(statistics.pooledCount, 0, "\(format): and not kept")
             losingPool.removeAll()
         }
+    }
+
+    /// A 1-megapixel photo as a JPEG and as a PNG, named by format.
+    private func photoFiles(seed: UInt64) throws -> [(String, Data)] {
+        let photo = SyntheticImage.photo(width: 1024, height: 1024, seed: seed)
+        return [("JPEG", try JPEGEncoder(quality: 90).encode(photo)), ("PNG", try PNGEncoder().encode(photo))]
+    }
+
+    /// Decodes `data` (a `format` file) through the C codec with `allocator`.
+    private func decode(
+        _ format: String, _ data: Data, with allocator: aiv_pixel_allocator
+    ) -> (status: Int32, result: aiv_decode_result) {
+        var result = aiv_decode_result()
+        let status = data.withUnsafeBytes { raw in
+            withUnsafePointer(to: allocator) { allocator in
+                let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                return format == "JPEG"
+                    ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, &result)
+                    : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, &result)
+            }
+        }
+        return (status, result)
     }
 
     /// An address where nothing is mapped (for a source that cannot move).
@@ -467,21 +478,10 @@ final class PixelBufferPoolTests: XCTestCase {
     /// part-way (here: full of 0xEE, from a third of the rows on) are exact:
     /// the pages arrive only under rows not yet written.
     func testDecodesRefilledPartWayAreExact() throws {
-        for (format, data) in [
-            ("JPEG", try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 5))),
-            ("PNG", try PNGEncoder().encode(SyntheticImage.photo(width: 1024, height: 1024, seed: 5))),
-        ] {
+        for (format, data) in try photoFiles(seed: 5) {
             let expected = [UInt8](try ImageDecoder().decode(data).frames[0].pixels)
             let before = refillPool.statistics.refills
-            var result = aiv_decode_result()
-            let status = data.withUnsafeBytes { raw in
-                withUnsafePointer(to: refillingAllocator) { allocator in
-                    let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                    return format == "JPEG"
-                        ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, &result)
-                        : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, &result)
-                }
-            }
+            let (status, result) = decode(format, data, with: refillingAllocator)
             XCTAssertEqual(status, 0, format)
             let pixels = try XCTUnwrap(result.pixels)
             XCTAssertEqual(refillPool.statistics.refills, before + 1, "\(format): refilled once")
