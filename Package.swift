@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "asyncimage-fuzz", targets: ["asyncimage-fuzz"]),
     ],
     dependencies: [
+        // The library's diagnostics (what AsyncHTTPClient, Vapor and Hummingbird use).
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // Only the demo uses it, for its command line.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
@@ -45,7 +47,7 @@ let package = Package(
 
         .target(
             name: "AsyncImageKit",
-            dependencies: ["CCurl", "CImageCodecs", "CGIF"],
+            dependencies: ["CCurl", "CImageCodecs", "CGIF", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // Support targets (not part of the library product).

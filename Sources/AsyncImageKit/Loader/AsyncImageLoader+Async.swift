@@ -4,9 +4,14 @@ extension AsyncImageLoader {
     /// Loads `url` at full size; cancelling the Swift task cancels the request
     /// (and its transfer, unless another request needs it).
     ///
-    /// The result comes through the delivery queue like any other (the
-    /// `didFinish`/`didFail` notification is posted first), so that queue must
-    /// be serviced.
+    /// The result comes straight from the loader's own threads: no queue has
+    /// to be serviced, so a command-line tool or a service that never runs
+    /// the main queue can `await` it. The `didFinish`/`didFail` notification
+    /// is still posted, on the delivery queue.
+    ///
+    /// Cancellation ends one way for everyone: either the task gets the
+    /// outcome and the notification is posted, or the task throws
+    /// `CancellationError` and nothing is posted.
     ///
     /// - Throws: ``AsyncImageError``, or `CancellationError` when the task is
     ///   cancelled or the request is (by `cancelLoading(url:)`, say).
@@ -16,14 +21,12 @@ extension AsyncImageLoader {
 
     /// Loads `request`; see ``image(for:)-(URL)``.
     public func image(for request: ImageRequest) async throws -> Image {
-        try await AsyncBridge<Image>.run { bridge in
-            let name = "async-\(UUID().uuidString)"
+        try await AsyncBridge<Image>.run(cancelResumes: false) { bridge in
             let record = self.enqueue(
-                request, target: nil,
-                success: ImageAction(name) { _, image, _ in bridge.resume(.success(image)) },
-                failure: ImageFailureAction(name) { _, error, _ in bridge.resume(.failure(error)) },
-                onCancelled: { bridge.resume(.failure(CancellationError())) })
-            bridge.onCancel { [weak self] in self?.cancel { candidate, _ in candidate === record } }
+                request, target: nil, success: nil, failure: nil,
+                onCancelled: { bridge.resume(.failure(CancellationError())) },
+                completion: { outcome in bridge.resume(outcome.mapError { $0 }) })
+            bridge.onCancel { [weak self] in self?.cancel { _, _ in [record] } }
         }
     }
 }

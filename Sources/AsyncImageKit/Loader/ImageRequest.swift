@@ -1,6 +1,6 @@
 import Foundation
 
-/// What to load: a URL and how to decode it.
+/// What to load: a URL, how to decode it, and how urgently.
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
 public struct ImageRequest: Sendable, Hashable {
@@ -10,6 +10,9 @@ public struct ImageRequest: Sendable, Hashable {
     public let options: DecodingOptions
     /// The memory-cache key: the URL and the display size.
     public let cacheKey: ImageCacheKey
+    /// Where the request stands in the loader's queue (default ``ImagePriority/normal``).
+    /// Change a request already made through its ``ImageTask``.
+    public var priority: ImagePriority
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -17,12 +20,14 @@ public struct ImageRequest: Sendable, Hashable {
     ///   - targetSize: the size the image is shown at; `nil` decodes at full size.
     ///   - contentMode: how the image meets `targetSize`.
     ///   - maxPixels: the decompression-bomb limit (see ``DecodingOptions/maxPixels``).
+    ///   - priority: where it stands in the queue.
     public init(
         url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill,
-        maxPixels: Int = DecodingOptions.defaultMaxPixels
+        maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal
     ) {
         self.url = url
         self.options = DecodingOptions(maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode)
         self.cacheKey = ImageCacheKey(url: url, options: options)
+        self.priority = priority
     }
 }

@@ -4,6 +4,11 @@ import Foundation
 /// cancellation, so that the continuation is resumed exactly once: with the
 /// operation's result, or with `CancellationError` when the task is cancelled
 /// first (the operation is then cancelled too).
+///
+/// With `cancelResumes: false` a task cancellation only cancels the
+/// operation, which must then resume (with `CancellationError`, or with the
+/// result it had already decided on): the operation alone decides which
+/// outcome wins.
 final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<Value, Error>?
@@ -11,11 +16,17 @@ final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
     private var cancelled = false
     /// Set once the result is in: a cancel operation set after that is dropped.
     private var finished = false
+    /// Whether a task cancellation resumes the continuation itself.
+    private let cancelResumes: Bool
+
+    private init(cancelResumes: Bool) { self.cancelResumes = cancelResumes }
 
     /// Runs `start` (which must eventually call ``resume(_:)`` unless cancelled)
     /// and waits for the result.
-    static func run(_ start: @escaping (AsyncBridge<Value>) -> Void) async throws -> Value {
-        let bridge = AsyncBridge<Value>()
+    static func run(
+        cancelResumes: Bool = true, _ start: @escaping (AsyncBridge<Value>) -> Void
+    ) async throws -> Value {
+        let bridge = AsyncBridge<Value>(cancelResumes: cancelResumes)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard bridge.install(continuation) else { return }
@@ -60,11 +71,15 @@ final class AsyncBridge<Value: Sendable>: @unchecked Sendable {
     private func cancel() {
         lock.lock()
         cancelled = true
-        finished = true
-        let waiting = continuation
         let operation = cancelOperation
-        continuation = nil
         cancelOperation = nil
+        var waiting: CheckedContinuation<Value, Error>?
+        // Not started yet (no continuation): `install` resumes with CancellationError.
+        if cancelResumes || continuation == nil {
+            finished = true
+            waiting = continuation
+            continuation = nil
+        }
         lock.unlock()
         operation?()
         waiting?.resume(throwing: CancellationError())

@@ -40,11 +40,13 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         var previous: Image?
         var transitionStart: Double?
         var state = State.empty
-        /// The URLs set since ``imageURL`` was last nil, oldest first, from
-        /// the last one delivered on: only their images are shown. (An image
-        /// whose delivery began just before `imageURL = nil` on another
-        /// thread then never comes back after the clear.)
-        var wanted: [URL] = []
+        /// How many times ``imageURL`` was set to nil. A load started by
+        /// `imageURL` carries the count of its time and is shown only if it
+        /// is still current, checked under the view's lock: an image whose
+        /// delivery began just before `imageURL = nil` on another thread
+        /// never comes back after the clear. (Which of several URLs wins is
+        /// the loader's per-target order.)
+        var clears: UInt64 = 0
         var placeholderImage: Image?
         var failureImage: Image?
         var showActivityIndicator = true
@@ -106,21 +108,31 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
             // threads' sets, so the loader's latest URL is the view's.
             // `onChange` runs after, outside that step.
             let observer = ImageURLRegistry.shared.ordered { () -> (@Sendable (AsyncImageView) -> Void)? in
-                let observer = fields.withLock { fields in
+                let (observer, clears) = fields.withLock { fields in
                     fields.state = newValue.map { .loading($0) } ?? .empty
-                    if let url = newValue {
-                        fields.wanted.append(url)
-                        if fields.wanted.count > 32 { fields.wanted.removeFirst() }  // loads that never end
-                    } else {
-                        fields.wanted.removeAll()
+                    if newValue == nil {
+                        fields.clears &+= 1
                         fields.previous = nil
                         fields.image = nil
                         fields.transitionStart = nil
                     }
-                    return fields.onChange
+                    return (fields.onChange, fields.clears)
                 }
                 // Cleared above at once; no later clear that could erase an image set meanwhile.
-                applyImageURL(newValue, clearsImage: false)
+                ImageURLRegistry.shared.set(newValue, for: self) { _ in
+                    guard let url = newValue else {
+                        loader.cancelLoadingImages(target: self, action: ImageURLActions.show)
+                        return
+                    }
+                    loader.loadImage(
+                        ImageRequest(url: url, targetSize: displaySize), target: self,
+                        success: ImageAction(ImageURLActions.show.name) { target, image, url in
+                            (target as? AsyncImageView)?.show(image, url: url, since: clears)
+                        },
+                        failure: ImageFailureAction(ImageURLActions.fail.name) { target, error, url in
+                            (target as? AsyncImageView)?.fail(error, url: url, since: clears)
+                        })
+                }
                 return observer
             }
             observer?(self)
@@ -175,11 +187,15 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
 
     /// The pixels shown `t` seconds after the current image was set: the old
     /// picture (the placeholder, or the previous image) blended into the new
-    /// one over ``crossfadeDuration``, resized to the new image's size.
+    /// one over ``crossfadeDuration``, resized to the new image's size; with
+    /// no old picture (the first image, no placeholder), the new one fading
+    /// in from transparent, as the original's 1.3 did.
     public func displayedImage(at t: Double) -> Image? {
         let (previous, current, duration) = fields.withLock { ($0.previous, Self.shown(&$0), $0.crossfadeDuration) }
         guard let current else { return nil }
-        guard let previous, duration > 0, t < duration else { return current }
+        guard duration > 0, t < duration else { return current }
+        // The first image (no placeholder, nothing shown before) fades in from transparent.
+        guard let previous else { return Crossfade.fadeIn(current, fraction: max(0, t) / duration) }
         return Crossfade.blend(from: previous, to: current, fraction: max(0, t) / duration)
     }
 
@@ -189,14 +205,22 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     }
 
     /// Shows the image (with a crossfade); the state becomes ``State/loaded(_:)``
-    /// when it is the image of the URL most recently set. An image of a URL
-    /// no longer wanted (``imageURL`` was set to nil since, or a later URL's
-    /// image is already shown) is ignored.
+    /// when it is the image of the URL most recently set.
     public func imageLoadDidFinish(_ image: Image, url: URL) {
+        show(image, url: url, since: nil)
+    }
+
+    /// Records the failure (``State/failed(_:_:)``) and shows the failure image.
+    public func imageLoadDidFail(_ error: AsyncImageError, url: URL) {
+        fail(error, url: url, since: nil)
+    }
+
+    /// Shows `image` unless ``imageURL`` was set to nil since its load
+    /// started (`clears` is the count of its time; nil: no check).
+    private func show(_ image: Image, url: URL, since clears: UInt64?) {
         let now = clock()
         change { fields in
-            guard let index = fields.wanted.lastIndex(of: url) else { return }
-            fields.wanted.removeFirst(index)  // earlier URLs are superseded now
+            guard clears == nil || clears == fields.clears else { return }
             fields.previous = Self.shown(&fields)
             fields.image = image
             fields.transitionStart = now
@@ -204,9 +228,9 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         }
     }
 
-    /// Records the failure (``State/failed(_:_:)``) and shows the failure image.
-    public func imageLoadDidFail(_ error: AsyncImageError, url: URL) {
+    private func fail(_ error: AsyncImageError, url: URL, since clears: UInt64?) {
         change { fields in
+            guard clears == nil || clears == fields.clears else { return }
             guard case .loading(let loading) = fields.state, loading == url else { return }
             fields.state = .failed(url, error)
         }
@@ -235,6 +259,29 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
 
 /// Blends two images (the first frames) for a crossfade.
 enum Crossfade {
+    /// `new` with its alpha scaled by `fraction`: a fade in from transparent.
+    static func fadeIn(_ new: Image, fraction: Double) -> Image {
+        let f = min(1, max(0, fraction))
+        var out = Data(count: new.width * new.height * 4)
+        out.withUnsafeMutableBytes { raw in
+            let dst = raw.bindMemory(to: UInt8.self).baseAddress!
+            new.pixels.withUnsafeBytes { b in
+                let pb = b.bindMemory(to: UInt8.self).baseAddress!
+                for y in 0..<new.height {
+                    for x in 0..<new.width {
+                        let i = y * new.bytesPerRow + x * 4
+                        let o = dst + (y * new.width + x) * 4
+                        o[0] = pb[i]
+                        o[1] = pb[i + 1]
+                        o[2] = pb[i + 2]
+                        o[3] = UInt8((Double(pb[i + 3]) * f).rounded())
+                    }
+                }
+            }
+        }
+        return Image(width: new.width, height: new.height, rgba: out)
+    }
+
     /// `old` (resized to `new`'s size) blended into `new`; `new` itself when
     /// `old` cannot be resized (out of memory): no crossfade is better than
     /// blending pixels of the wrong size.

@@ -77,7 +77,7 @@ extension ImageDisplaying {
     /// they were recorded. `clearsImage`: nil also clears ``image``.
     func applyImageURL(_ url: URL?, clearsImage: Bool) {
         let loader = imageLoader
-        ImageURLRegistry.shared.set(url, for: self) { generation in
+        ImageURLRegistry.shared.set(url, for: self) { record in
             guard let url else {
                 loader.cancelLoadingImages(target: self, action: ImageURLActions.show)
                 guard clearsImage else { return }
@@ -87,39 +87,58 @@ extension ImageDisplaying {
                 let target = WeakTarget(self)
                 DeliveryQueueMark.run(on: loader.deliveryQueue) {
                     guard let object = target.object as? any ImageDisplaying,
-                        ImageURLRegistry.shared.generation(for: object) == generation
+                        ImageURLRegistry.shared.record(for: object)?.generation == record.generation
                     else { return }
                     object.image = nil
                 }
                 return
             }
             loader.loadImage(
-                ImageRequest(url: url, targetSize: imageDisplaySize), target: self, success: ImageURLActions.show,
-                failure: ImageURLActions.fail)
+                ImageRequest(url: url, targetSize: imageDisplaySize), target: self,
+                success: ImageURLActions.show(since: record.clears), failure: ImageURLActions.fail(since: record.clears))
         }
     }
 }
 
-/// The actions ``ImageDisplaying/imageURL`` loads with. Each passes on only
-/// outcomes of URLs set since `imageURL` was last nil (a delivery that was
-/// already under way when it was cleared is dropped), and, like the loader,
-/// treats the earlier URLs as superseded once one is delivered.
+/// The actions ``ImageDisplaying/imageURL`` loads with, both named
+/// `"imageURL"` so they cancel together. The loader alone decides which URL
+/// wins on a target (a delivered URL supersedes the earlier ones); the
+/// actions made by `imageURL` add one rule of their own: an outcome of a URL
+/// set before `imageURL` was last set to nil is dropped (its delivery was
+/// already under way when the clear came, from a didFinish observer say).
 public enum ImageURLActions {
-    /// Hands the image to the target's `imageLoadDidFinish` (named `"imageURL"`).
+    /// Hands the image to the target's `imageLoadDidFinish`.
     public static let show = ImageAction("imageURL") { target, image, url in
-        guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.claim(url, for: target) else { return }
-        target.imageLoadDidFinish(image, url: url)
+        (target as? any ImageDisplaying)?.imageLoadDidFinish(image, url: url)
     }
 
-    /// Tells the target (named `"imageURL"`, like ``show``, so they cancel together).
+    /// Tells the target's `imageLoadDidFail`.
     public static let fail = ImageFailureAction("imageURL") { target, error, url in
-        guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.claim(url, for: target) else { return }
-        target.imageLoadDidFail(error, url: url)
+        (target as? any ImageDisplaying)?.imageLoadDidFail(error, url: url)
+    }
+
+    /// ``show`` for a URL set after the target's `clears`-th clear.
+    static func show(since clears: UInt64) -> ImageAction {
+        ImageAction(show.name) { target, image, url in
+            guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.record(for: target)?.clears == clears
+            else { return }
+            target.imageLoadDidFinish(image, url: url)
+        }
+    }
+
+    /// ``fail`` for a URL set after the target's `clears`-th clear.
+    static func fail(since clears: UInt64) -> ImageFailureAction {
+        ImageFailureAction(fail.name) { target, error, url in
+            guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.record(for: target)?.clears == clears
+            else { return }
+            target.imageLoadDidFail(error, url: url)
+        }
     }
 }
 
 /// What `imageURL` records per object (held weakly): the URL most recently
-/// set, the URLs still wanted, and a generation that every set advances.
+/// set, a generation that every set advances, and how many times it was
+/// set to nil. Which URL's image wins is the loader's business, not this.
 ///
 /// One recursive lock covers an object's record *and* the loader call that
 /// follows it, so two threads setting `imageURL` at once reach the loader in
@@ -127,32 +146,37 @@ public enum ImageURLActions {
 final class ImageURLRegistry: @unchecked Sendable {
     static let shared = ImageURLRegistry()
 
+    /// An object's record.
+    struct Record: Equatable {
+        var latest: URL?
+        /// Advances on every set.
+        var generation: UInt64 = 0
+        /// Advances on every set to nil.
+        var clears: UInt64 = 0
+    }
+
     private struct Entry {
         let target: WeakTarget
-        var latest: URL?
-        /// URLs set since the last nil, oldest first, from the last one delivered on.
-        var wanted: [URL] = []
-        var generation: UInt64 = 0
+        var record = Record()
     }
 
     /// Recursive: a loader call made under it may release a target whose
-    /// `deinit` sets `imageURL` again on the same thread.
+    /// `deinit` sets `imageURL` again on the same thread, or deliver a cache
+    /// hit inline, whose action reads the record.
     private let lock = NSRecursiveLock()
     private var entries: [ObjectIdentifier: Entry] = [:]
     /// The table size at which entries of dead objects are next dropped.
     private var nextSweep = 64
-    /// The most URLs kept wanted per object (loads that never end in a delivery stay listed).
-    private let wantedLimit = 32
 
     /// Entries held now, dead objects' included until the next sweep (tests).
     var count: Int { lock.withLock { entries.count } }
 
     func url(for object: AnyObject) -> URL? {
-        withEntry(of: object, creating: false) { $0?.latest }
+        record(for: object)?.latest
     }
 
-    func generation(for object: AnyObject) -> UInt64? {
-        withEntry(of: object, creating: false) { $0?.generation }
+    func record(for object: AnyObject) -> Record? {
+        withEntry(of: object, creating: false) { $0?.record }
     }
 
     /// Runs `body` under the lock: a target that records more of its own
@@ -164,34 +188,19 @@ final class ImageURLRegistry: @unchecked Sendable {
     }
 
     /// Records `url` (nil clears) for `object`, then runs `body` with the new
-    /// generation, both under the lock.
-    func set(_ url: URL?, for object: AnyObject, then body: (UInt64) -> Void) {
+    /// record, both under the lock.
+    func set(_ url: URL?, for object: AnyObject, then body: (Record) -> Void) {
         lock.lock()
         defer { lock.unlock() }
-        let generation = withEntry(of: object, creating: true) { entry -> UInt64 in
-            guard var current = entry else { return 0 }
-            current.latest = url
-            if let url {
-                current.wanted.append(url)
-                if current.wanted.count > wantedLimit { current.wanted.removeFirst() }
-            } else {
-                current.wanted.removeAll()
-            }
-            current.generation &+= 1
+        let record = withEntry(of: object, creating: true) { entry -> Record in
+            guard var current = entry else { return Record() }
+            current.record.latest = url
+            current.record.generation &+= 1
+            if url == nil { current.record.clears &+= 1 }
             entry = current
-            return current.generation
+            return current.record
         }
-        body(generation)
-    }
-
-    /// Whether `url`'s outcome is still wanted by `object`; if so, it and
-    /// every URL set before it stop being wanted.
-    func claim(_ url: URL, for object: AnyObject) -> Bool {
-        withEntry(of: object, creating: false) { entry in
-            guard let index = entry?.wanted.lastIndex(of: url) else { return false }
-            entry?.wanted.removeFirst(index + 1)
-            return true
-        }
+        body(record)
     }
 
     /// Runs `body` on `object`'s entry under the lock (nil when it has none

@@ -9,12 +9,10 @@ public final class DataTask: Sendable {
     /// Cancels the transfer: a running one is stopped and its libcurl handle
     /// freed on the transport thread's next turn, and the completion handler is
     /// never called. No effect once the completion handler has been called.
-    public func cancel() {
-        transfer.cancel()
-    }
-
-    /// Cancels and reports whether the completion handler is now sure never to run.
-    func cancelReportingSuccess() -> Bool {
+    ///
+    /// - Returns: whether the completion handler is now sure never to run.
+    @discardableResult
+    public func cancel() -> Bool {
         transfer.cancel()
     }
 

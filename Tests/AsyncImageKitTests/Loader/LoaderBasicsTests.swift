@@ -116,7 +116,7 @@ final class LoaderBasicsTests: XCTestCase {
             XCTAssertEqual(note.url, h.server.url(3))
             XCTAssertEqual(note.imageSize, PixelSize(width: 4, height: 4))
         }
-        XCTAssertNil(finished[0].cache, "a loaded image has no cache key")
+        XCTAssertEqual(finished[0].cache, ObjectIdentifier(h.cache), "a loaded image names the cache it was stored in")
         XCTAssertEqual(finished[1].cache, ObjectIdentifier(h.cache), "a cache hit names its cache")
         let failed = try XCTUnwrap(notes.first { !$0.finished })
         XCTAssertEqual(failed.error, .httpStatus(h.server.url(path: "/nothing-here.png"), code: 404))

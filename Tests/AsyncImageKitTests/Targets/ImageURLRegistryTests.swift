@@ -22,21 +22,18 @@ final class ImageURLRegistryTests: XCTestCase {
         XCTAssertLessThan(ImageURLRegistry.shared.count, 200)
     }
 
-    /// Only URLs set since the last nil are claimed, each once, and a claim
-    /// supersedes the URLs set before it.
-    func testClaims() {
+    /// Every set advances the generation, a nil set also the clear count;
+    /// the record holds the latest URL.
+    func testRecords() {
         let registry = ImageURLRegistry()
         let object = NSObject()
-        let (a, b, c) = (URL(string: "http://127.0.0.1/a")!, URL(string: "http://127.0.0.1/b")!, URL(string: "http://127.0.0.1/c")!)
-        registry.set(a, for: object) { _ in }
-        registry.set(b, for: object) { _ in }
-        registry.set(c, for: object) { _ in }
-        XCTAssertTrue(registry.claim(b, for: object))
-        XCTAssertFalse(registry.claim(a, for: object), "superseded by b")
-        XCTAssertFalse(registry.claim(b, for: object), "claimed once")
-        XCTAssertEqual(registry.url(for: object), c)
-        registry.set(nil, for: object) { _ in }
-        XCTAssertFalse(registry.claim(c, for: object), "cleared")
+        let (a, b) = (URL(string: "http://127.0.0.1/a")!, URL(string: "http://127.0.0.1/b")!)
+        XCTAssertNil(registry.record(for: object))
+        registry.set(a, for: object) { XCTAssertEqual($0, .init(latest: a, generation: 1, clears: 0)) }
+        registry.set(b, for: object) { XCTAssertEqual($0, .init(latest: b, generation: 2, clears: 0)) }
+        XCTAssertEqual(registry.url(for: object), b)
+        registry.set(nil, for: object) { XCTAssertEqual($0, .init(latest: nil, generation: 3, clears: 1)) }
         XCTAssertNil(registry.url(for: object))
+        XCTAssertEqual(registry.record(for: object)?.clears, 1)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One transfer of a URL, and the decodes of its body, shared by every
-/// request for that URL.
+/// request for that URL: the coalescing unit.
 ///
 /// A job is queued, then loading (it holds one of the loader's
 /// `concurrentLoads` transfer slots), then waiting for a decoder (still
@@ -16,7 +16,7 @@ import Foundation
 final class LoadJob: @unchecked Sendable {
     enum Phase {
         case queued
-        case loading(DataTask)
+        case loading(any DataLoadingTask)
         case awaitingDecoder(Data)
         /// Decoding the body; `key` is the size being decoded now.
         case decoding(Data, key: ImageCacheKey?)
@@ -27,25 +27,36 @@ final class LoadJob: @unchecked Sendable {
     let url: URL
     /// The key in the loader's table of jobs: the URL's absolute string.
     let key: String
-    /// Where each size's result is stored: the caches the loader had when the
-    /// requests for that size were made (a later `cache` change affects later
-    /// requests only, even when they join this job). Each cache once, by identity.
-    private(set) var caches: [ImageCacheKey: [ImageCache]] = [:]
-    /// Requests waiting for this job's body, in the order they joined.
-    var requests: [LoadRequest] = []
+    /// Where each size's result is stored: the caches of the requests for
+    /// that size (a request's cache is the loader's when it was made). Kept
+    /// after the requests leave: a decode whose requests were all cancelled
+    /// still caches its image. Each cache once, by identity.
+    private(set) var caches: [ImageCacheKey: [any ImageCaching]] = [:]
+    /// Requests waiting for this job's body, by id.
+    private(set) var requests: [UInt64: LoadRequest] = [:]
     var phase = Phase.queued
+    /// Started only for prefetch requests (counted against the prefetch cap
+    /// until a visible request joins).
+    var isPrefetchTransfer = false
 
     init(url: URL) {
         self.url = url
         self.key = url.absoluteString
     }
 
-    /// Adds a request; its size's result will also be stored in `cache`.
-    func join(_ record: LoadRequest, cache: ImageCache?) {
-        requests.append(record)
-        guard let cache else { return }
+    /// Adds a request; its size's result will also be stored in its cache.
+    func join(_ record: LoadRequest) {
+        requests[record.id] = record
+        record.job = self
+        guard let cache = record.cache else { return }
         let key = record.request.cacheKey
         if caches[key]?.contains(where: { $0 === cache }) != true { caches[key, default: []].append(cache) }
+    }
+
+    /// Removes a request (delivered or cancelled).
+    func leave(_ record: LoadRequest) {
+        requests[record.id] = nil
+        if record.job === self { record.job = nil }
     }
 
     var isQueued: Bool {
@@ -53,14 +64,30 @@ final class LoadJob: @unchecked Sendable {
         return false
     }
 
+    /// The highest priority among its requests.
+    var priority: ImagePriority {
+        requests.values.lazy.map(\.priority).max() ?? .veryLow
+    }
+
+    /// Whether any of its requests is not a prefetch.
+    var hasVisibleRequest: Bool { requests.values.contains { !$0.isPrefetch } }
+
+    /// The requests for `key`, oldest first.
+    func requests(for key: ImageCacheKey) -> [LoadRequest] {
+        requests.values.filter { $0.request.cacheKey == key }.sorted { $0.id < $1.id }
+    }
+
+    /// Every request, oldest first.
+    var orderedRequests: [LoadRequest] { requests.values.sorted { $0.id < $1.id } }
+
     /// The next decode to run: the cache key of the most recent request, and
     /// its options with the largest pixel limit of the requests that share
     /// that key (each request's own limit is checked on the result).
     func nextDecode() -> (key: ImageCacheKey, options: DecodingOptions)? {
-        guard let newest = requests.last else { return nil }
+        guard let newest = requests.values.max(by: { $0.id < $1.id }) else { return nil }
         let key = newest.request.cacheKey
         var options = newest.request.options
-        for record in requests where record.request.cacheKey == key {
+        for record in requests.values where record.request.cacheKey == key {
             options.maxPixels = max(options.maxPixels, record.request.options.maxPixels)
         }
         return (key, options)

@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+
+extension AsyncImageLoader {
+    /// Everything a loader is made of, in one value: its settings and the
+    /// parts that can be swapped (transport, memory cache, decoders).
+    ///
+    /// ```swift
+    /// var configuration = AsyncImageLoader.Configuration()
+    /// configuration.deliveryQueue = DispatchQueue(label: "images")   // a service never runs the main queue
+    /// configuration.concurrentLoads = 4
+    /// configuration.logger = Logger(label: "AsyncImageKit")           // silent by default
+    /// let loader = AsyncImageLoader(configuration: configuration)
+    /// ```
+    ///
+    /// (`@unchecked Sendable`: `NotificationCenter` and `DispatchQueue` are
+    /// thread-safe but not marked `Sendable` in swift-corelibs-foundation.)
+    public struct Configuration: @unchecked Sendable {
+        /// Where decoded images are kept; nil disables caching. Default ``AsyncImageLoader/sharedCache``.
+        public var cache: (any ImageCaching)?
+        /// The most transfers at once (default 2; see ``AsyncImageLoader/concurrentLoads``).
+        public var concurrentLoads: Int
+        /// Seconds a transfer may take from its start (default 60; see ``AsyncImageLoader/loadingTimeout``).
+        public var loadingTimeout: Double
+        /// Where notifications are posted and actions run (default: the main
+        /// queue). A program that never runs the main queue should pass a
+        /// serial queue of its own. The async API never waits for it.
+        public var deliveryQueue: DispatchQueue
+        /// Where `didFinish`/`didFail` are posted (default `NotificationCenter.default`).
+        public var notificationCenter: NotificationCenter
+        /// The transport (default: a ``DataLoader`` with default limits).
+        public var dataLoader: any DataLoading
+        /// The decoders, picked by sniffed format (default ``ImageDecoderRegistry/default``).
+        public var decoders: ImageDecoderRegistry
+        /// The share of ``concurrentLoads`` that prefetch transfers may hold
+        /// while visible requests wait (default 0.5, rounded down: one of two
+        /// slots). With nothing visible waiting, prefetching may use every slot.
+        public var prefetchShare: Double
+        /// Where the loader logs transport failures, retries, cancelled
+        /// transfers and an unserviced main queue (swift-log, label
+        /// `AsyncImageKit`). Silent by default.
+        public var logger: Logger
+
+        /// A configuration; every parameter has the default described on its property.
+        public init(
+            cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
+            loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
+            notificationCenter: NotificationCenter = .default, dataLoader: (any DataLoading)? = nil,
+            decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
+            logger: Logger = AsyncImageLoader.silentLogger
+        ) {
+            self.cache = cache
+            self.concurrentLoads = concurrentLoads
+            self.loadingTimeout = loadingTimeout
+            self.deliveryQueue = deliveryQueue
+            self.notificationCenter = notificationCenter
+            self.dataLoader = dataLoader ?? AsyncImageLoader.defaultDataLoader(TransportConfiguration())
+            self.decoders = decoders
+            self.prefetchShare = prefetchShare
+            self.logger = logger
+        }
+    }
+
+    /// A logger that discards everything (label `AsyncImageKit`): the default.
+    public static let silentLogger = Logger(label: "AsyncImageKit", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// A libcurl ``DataLoader`` whose completions run on a queue of their
+    /// own, so a body reaches a free decoder even while the decode pool's
+    /// threads are busy.
+    static func defaultDataLoader(_ transport: TransportConfiguration) -> DataLoader {
+        DataLoader(
+            configuration: transport,
+            completionQueue: DispatchQueue(label: "AsyncImageKit.transfers", qos: .userInitiated))
+    }
+}

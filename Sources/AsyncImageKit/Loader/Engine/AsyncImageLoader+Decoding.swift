@@ -1,0 +1,107 @@
+import Foundation
+
+/// The decode stage: one decoder per core, the most urgent waiting body
+/// first; each body decoded once per display size its requests ask for, and
+/// each result stored in its requests' caches before they are delivered.
+extension AsyncImageLoader {
+    /// Starts decodes while decoders are free: the waiting body of the
+    /// highest priority, the most recent among equals. Each start frees that
+    /// job's transfer slot.
+    func startDecodes(_ state: inout LoaderState, _ effects: inout Effects) {
+        while state.decoding < state.decoders, !state.awaitingDecoder.isEmpty {
+            var best = state.awaitingDecoder.count - 1
+            var bestPriority = state.awaitingDecoder[best].priority
+            for index in state.awaitingDecoder.indices.reversed() {
+                let priority = state.awaitingDecoder[index].priority
+                if priority > bestPriority { (best, bestPriority) = (index, priority) }
+            }
+            let job = state.awaitingDecoder.remove(at: best)
+            guard case .awaitingDecoder(let data) = job.phase else { continue }
+            state.inFlight -= 1
+            state.holding[ObjectIdentifier(job)] = nil
+            if job.isPrefetchTransfer {
+                job.isPrefetchTransfer = false
+                state.prefetchInFlight -= 1
+            }
+            state.decoding += 1
+            guard let next = job.nextDecode() else {
+                job.phase = .decoding(data, key: nil)
+                state.decoding -= 1
+                finish(job, &state)
+                continue
+            }
+            job.phase = .decoding(data, key: next.key)
+            report(.decoding, job.requests(for: next.key), &state, &effects)
+            effects.append { self.decodeQueue.async { self.decode(job, data, next.key, next.options) } }
+        }
+    }
+
+    /// On the decode queue: decode one size of the job's body, cache it, and
+    /// schedule the deliveries of the requests for that size; then the next
+    /// size, while requests for other sizes remain (they may join meanwhile).
+    private func decode(_ job: LoadJob, _ data: Data, _ key: ImageCacheKey, _ options: DecodingOptions) {
+        var key = key
+        var options = options
+        while true {
+            let url = job.url
+            let outcome = Result { () throws(AsyncImageError) -> Image in
+                try decoders.decode(data, options: options)
+            }.mapError { $0.with(url: url) }
+            // Stored before the deliveries are scheduled, and outside the
+            // loader's lock (an eviction may release a large image).
+            var stored = state.withLock { _ in job.caches[key] ?? [] }
+            if case .success(let image) = outcome { stored.forEach { $0.setImage(image, for: key) } }
+            let next = mutate { state, effects -> (key: ImageCacheKey, options: DecodingOptions)? in
+                var late: [any ImageCaching] = []
+                if case .success = outcome {
+                    // A request that joined during the store brought another cache.
+                    for cache in job.caches[key] ?? [] where !stored.contains(where: { $0 === cache }) {
+                        stored.append(cache)
+                        late.append(cache)
+                    }
+                }
+                // A request that joined with a higher pixel limit than this
+                // decode had is decoded again rather than failed by a lower one.
+                func decodeAgain(_ record: LoadRequest) -> Bool {
+                    guard case .failure(.decoding(let failure, _)) = outcome, failure.isPixelLimit else { return false }
+                    return record.request.options.maxPixels > options.maxPixels
+                }
+                // Stored before any delivery below runs.
+                if case .success(let image) = outcome, !late.isEmpty {
+                    effects.append { late.forEach { $0.setImage(image, for: key) } }
+                }
+                for record in job.requests(for: key) where !decodeAgain(record) {
+                    job.leave(record)
+                    let result = outcome.flatMap { Self.checked($0, for: record) }
+                    self.scheduleDelivery(record, result, cache: record.cache, &state, &effects)
+                }
+                if let next = job.nextDecode() {
+                    if next.key == key {
+                        state.logger.debug(
+                            "decoding \(url.absoluteString) again with a higher pixel limit (\(next.options.maxPixels))")
+                    }
+                    job.phase = .decoding(data, key: next.key)
+                    self.report(.decoding, job.requests(for: next.key), &state, &effects)
+                    return next
+                }
+                state.decoding -= 1
+                self.finish(job, &state)
+                self.startDecodes(&state, &effects)
+                self.pump(&state, &effects)
+                return nil
+            }
+            guard let next else { return }
+            (key, options) = next
+        }
+    }
+
+    /// Delivers `outcome` to every request of `job` (a transfer failure).
+    func deliverAll(
+        _ job: LoadJob, _ outcome: Result<Image, AsyncImageError>, _ state: inout LoaderState, _ effects: inout Effects
+    ) {
+        for record in job.orderedRequests {
+            job.leave(record)
+            scheduleDelivery(record, outcome, cache: nil, &state, &effects)
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+
+/// The delivery stage: where a request's outcome becomes a notification and
+/// an action (on the delivery queue, in order), or resumes an async caller
+/// (at once, on the loader's own thread). Delivering a request supersedes
+/// the earlier requests of its lane: the one place that rule is applied.
+extension AsyncImageLoader {
+    /// Schedules the delivery of `outcome` to `record` (whose job, if any,
+    /// it has left). `cache`: where its image is held, for the notification.
+    /// `inline`: deliver right after the lock, on the calling thread (a cache
+    /// hit made on the delivery queue).
+    func scheduleDelivery(
+        _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, cache: (any ImageCaching)?,
+        inline: Bool = false, _ state: inout LoaderState, _ effects: inout Effects
+    ) {
+        let heldIn: (any ImageCaching)? = if case .success = outcome { cache } else { nil }
+        if let completion = record.completion {
+            // The async API: decided now, under the lock, so a task cancelled
+            // from here on still gets this outcome and the notification is
+            // posted; a task cancelled before this point posts nothing.
+            markDelivered(record, outcome, &state, &effects)
+            let post = notification(for: record, outcome, heldIn, target: nil, &state)
+            let queue = state.deliveryQueue
+            let watched = watch(queue, &state, &effects)
+            effects.append {
+                completion(outcome)
+                queue.async {
+                    self.unwatch(watched)
+                    post()
+                }
+            }
+            return
+        }
+        if inline {
+            effects.append { self.deliver(record, outcome, heldIn, watched: false) }
+            return
+        }
+        let queue = state.deliveryQueue
+        let watched = watch(queue, &state, &effects)
+        effects.append {
+            queue.async { self.deliver(record, outcome, heldIn, watched: watched) }
+        }
+    }
+
+    /// On the delivery queue: the notification, then the action, unless
+    /// cancelled meanwhile or the target is gone.
+    private func deliver(
+        _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ cache: (any ImageCaching)?, watched: Bool
+    ) {
+        unwatch(watched)
+        let ready = mutate { state, effects -> (target: AnyObject?, post: NotificationPost)? in
+            guard record.state == .pending else { return nil }
+            var target: AnyObject?
+            if let weak = record.target {
+                guard let live = weak.object else {
+                    self.cancelRecord(record, &state, &effects)
+                    self.pump(&state, &effects)
+                    return nil
+                }
+                target = live
+            }
+            self.markDelivered(record, outcome, &state, &effects)
+            return (target, self.notification(for: record, outcome, cache, target: target, &state))
+        }
+        guard let ready else { return }
+        ready.post()
+        let url = record.request.url
+        switch outcome {
+        case .success(let image): record.success?.handler(ready.target, image, url)
+        case .failure(let error): record.failure?.handler(ready.target, error, url)
+        }
+        withExtendedLifetime(ready) {}
+    }
+
+    /// Ends `record` delivered: the lane's earlier requests are superseded,
+    /// a sequence goes on, freed slots are refilled.
+    private func markDelivered(
+        _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ state: inout LoaderState,
+        _ effects: inout Effects
+    ) {
+        guard record.state == .pending else { return }
+        if let lane = record.lane, lane.key != nil {
+            // A delivered request supersedes every earlier one on this target and action.
+            for earlier in lane.pending(before: record) { cancelRecord(earlier, &state, &effects) }
+        }
+        record.state = .delivered
+        state.deliveredCount += 1
+        removePending(record, wasQueued: false, &state, &effects)
+        if case .success = outcome {
+            report(.delivered(success: true), [record], &state, &effects)
+        } else {
+            report(.delivered(success: false), [record], &state, &effects)
+        }
+        if let onEnd = record.onEnd {
+            record.onEnd = nil
+            onEnd(record, &state, &effects)
+        }
+        pump(&state, &effects)
+    }
+
+    /// The post of `record`'s notification, to run after the lock.
+    private func notification(
+        for record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ cache: (any ImageCaching)?,
+        target: AnyObject?, _ state: inout LoaderState
+    ) -> NotificationPost {
+        NotificationPost(
+            center: state.notificationCenter, url: record.request.url, outcome: outcome, cache: cache, target: target)
+    }
+}
+
+/// A `didFinish`/`didFail` notification, made under the loader's lock and
+/// posted after it. (`@unchecked`: the target and the center only cross to
+/// the delivery queue, which posts.)
+struct NotificationPost: @unchecked Sendable {
+    let center: NotificationCenter
+    let url: URL
+    let outcome: Result<Image, AsyncImageError>
+    let cache: (any ImageCaching)?
+    let target: AnyObject?
+
+    func callAsFunction() {
+        switch outcome {
+        case .success(let image):
+            var info: [AnyHashable: Any] = [AsyncImageImageKey: image, AsyncImageURLKey: url]
+            if let cache { info[AsyncImageCacheKey] = cache }
+            center.post(name: .asyncImageLoadDidFinish, object: target, userInfo: info)
+        case .failure(let error):
+            center.post(
+                name: .asyncImageLoadDidFail, object: target,
+                userInfo: [AsyncImageErrorKey: error, AsyncImageURLKey: url])
+        }
+    }
+}
+
+extension AsyncImageLoader {
+
+    // MARK: The main queue's watch
+
+    /// Counts a delivery handed to `queue` if it is the main queue; the first
+    /// one after the queue was idle arms a check. Returns whether it counted.
+    private func watch(_ queue: DispatchQueue, _ state: inout LoaderState, _ effects: inout Effects) -> Bool {
+        guard queue.label == DispatchQueue.main.label else { return false }
+        state.mainQueueWatch.waiting += 1
+        guard state.mainQueueWatch.waiting == 1, !state.mainQueueWatch.warned else { return true }
+        let generation = state.mainQueueWatch.generation
+        let delay = state.mainQueueWatch.threshold
+        effects.append {
+            self.timerQueue.asyncAfter(deadline: .now() + delay) { [weak self] in
+                self?.checkMainQueue(generation: generation, waited: delay)
+            }
+        }
+        return true
+    }
+
+    private func unwatch(_ watched: Bool) {
+        guard watched else { return }
+        state.withLock { state in
+            state.mainQueueWatch.waiting -= 1
+            if state.mainQueueWatch.waiting == 0 { state.mainQueueWatch.generation &+= 1 }
+        }
+    }
+
+    /// Warns once when deliveries to the main queue have waited `waited` seconds.
+    private func checkMainQueue(generation: UInt64, waited: Double) {
+        let (logger, waiting) = state.withLock { state -> (Logger?, Int) in
+            let watch = state.mainQueueWatch
+            guard watch.generation == generation, watch.waiting > 0, !watch.warned else { return (nil, 0) }
+            state.mainQueueWatch.warned = true
+            return (state.logger, watch.waiting)
+        }
+        logger?.warning(
+            """
+            \(waiting) image deliveries have waited \(waited) s for the main queue, which is not being serviced \
+            (a service, or a tool without dispatchMain() or an async main). Pass a serial queue of your own: \
+            AsyncImageLoader(deliveryQueue: DispatchQueue(label: "images")), or use the async API \
+            (try await loader.image(for:)), which never waits for a queue.
+            """)
+    }
+}

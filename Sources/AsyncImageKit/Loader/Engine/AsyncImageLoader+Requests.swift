@@ -1,0 +1,167 @@
+import Foundation
+
+/// The request stage: a request enters (cache hit, or a lane and a job),
+/// changes priority, or ends cancelled. One home for each rule.
+extension AsyncImageLoader {
+    /// Makes a request: a cache hit is scheduled for delivery at once (before
+    /// this returns when called on the delivery queue); anything else joins
+    /// its target's lane and its URL's job.
+    func enqueue(
+        _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
+        isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
+        completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)? = nil
+    ) -> LoadRequest {
+        // The cache is asked outside the loader's lock (it may be anyone's `ImageCaching`).
+        let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
+        let hit = cache?.image(for: request.cacheKey)
+        let record = LoadRequest(
+            request: request, target: target, success: success, failure: failure, cache: cache,
+            isPrefetch: isPrefetch, onCancelled: onCancelled, completion: completion)
+        let inline = hit != nil && completion == nil && DeliveryQueueMark.isCurrent(deliveryQueue)
+        mutate { state, effects in
+            self.add(record, object: target, hit: hit, inline: inline, &state, &effects)
+            self.pump(&state, &effects)
+        }
+        return record
+    }
+
+    /// Under the lock: numbers `record`, files it in its lane, and either
+    /// schedules its cache hit or joins it to its URL's job.
+    func add(
+        _ record: LoadRequest, object: AnyObject?, hit: Image?, inline: Bool = false, _ state: inout LoaderState,
+        _ effects: inout Effects
+    ) {
+        state.nextID += 1
+        record.id = state.nextID
+        state.byURL[record.urlKey, default: [:]][record.id] = record
+        state.pendingCount += 1
+        state.nextStamp += 1
+        let (lane, stale) = state.targets.lane(for: record, object: object, stamp: state.nextStamp, &effects.keep)
+        // Requests of a dead object whose address this target now has.
+        for old in stale { cancelRecord(old, &state, &effects) }
+        if let hit {
+            report(.cacheHit, [record], &state, &effects)
+            scheduleDelivery(record, Self.checked(hit, for: record), cache: record.cache, inline: inline, &state, &effects)
+            return
+        }
+        let job: LoadJob
+        if let existing = state.jobs[record.urlKey] {
+            job = existing
+        } else {
+            job = LoadJob(url: record.request.url)
+            state.jobs[job.key] = job
+        }
+        job.join(record)
+        report(.queued, [record], &state, &effects)
+        // A request that joins late sees the steps it missed.
+        switch job.phase {
+        case .queued:
+            lane.enterQueue(record.priority)
+            state.queue.refile(lane)
+        case .loading:
+            report(.loading, [record], &state, &effects)
+            if !record.isPrefetch { promote(job, &state) }
+        case .awaitingDecoder(let data):
+            report(.loading, [record], &state, &effects)
+            report(.transferred(bytes: data.count), [record], &state, &effects)
+            if !record.isPrefetch { promote(job, &state) }
+        case .decoding(let data, let key):
+            report(.loading, [record], &state, &effects)
+            report(.transferred(bytes: data.count), [record], &state, &effects)
+            // Its size is decoding now; otherwise `.decoding` comes when its size is next.
+            if key == record.request.cacheKey { report(.decoding, [record], &state, &effects) }
+        case .finished:
+            break  // not reachable: a finished job has left `jobs`
+        }
+    }
+
+    /// A prefetch transfer that a visible request joined stops counting against the prefetch cap.
+    func promote(_ job: LoadJob, _ state: inout LoaderState) {
+        guard job.isPrefetchTransfer else { return }
+        job.isPrefetchTransfer = false
+        state.prefetchInFlight -= 1
+    }
+
+    /// Re-ranks a request (and its lane) while it waits.
+    func setPriority(of record: LoadRequest, to priority: ImagePriority) {
+        mutate { state, effects in
+            guard record.state == .pending, record.priority != priority else { return }
+            if record.isQueued, let lane = record.lane {
+                lane.leaveQueue(record.priority)
+                lane.enterQueue(priority)
+                record.priority = priority
+                state.queue.refile(lane)
+            } else {
+                record.priority = priority
+            }
+        }
+    }
+
+    /// Forgets a request that ended (delivered or cancelled) in the indexes.
+    func removePending(_ record: LoadRequest, wasQueued: Bool, _ state: inout LoaderState, _ effects: inout Effects) {
+        if var forURL = state.byURL[record.urlKey] {
+            forURL[record.id] = nil
+            state.byURL[record.urlKey] = forURL.isEmpty ? nil : forURL
+        }
+        state.pendingCount -= 1
+        if let lane = record.lane {
+            if wasQueued { lane.leaveQueue(record.priority) }
+            state.targets.ended(record, in: lane, &effects.keep)
+            state.queue.refile(lane)
+            record.lane = nil
+        }
+    }
+
+    /// Marks a request cancelled and lets go of its job if nothing else needs it.
+    func cancelRecord(_ record: LoadRequest, _ state: inout LoaderState, _ effects: inout Effects) {
+        guard record.state == .pending else { return }
+        let wasQueued = record.isQueued
+        record.state = .cancelled
+        state.cancelledCount += 1
+        removePending(record, wasQueued: wasQueued, &state, &effects)
+        report(.cancelled, [record], &state, &effects)
+        effects.keep.park(record)  // its last release (and its closures') after the lock
+        if let onCancelled = record.onCancelled { effects.append(onCancelled) }
+        if let onEnd = record.onEnd {
+            record.onEnd = nil
+            onEnd(record, &state, &effects)
+        }
+        guard let job = record.job else { return }
+        job.leave(record)
+        guard job.requests.isEmpty else { return }
+        switch job.phase {
+        case .queued:
+            finish(job, &state)
+        case .loading(let task):
+            state.logger.debug(
+                "cancelling the transfer of \(job.url.absoluteString): no request needs it any more")
+            // If the transfer's handler was already claimed, transferFinished frees the slot.
+            if task.cancel() { finish(job, &state) }
+        case .awaitingDecoder:
+            state.awaitingDecoder.removeAll { $0 === job }
+            finish(job, &state)
+        case .decoding, .finished:
+            break  // the decode finishes and its image is cached; nobody is told
+        }
+    }
+
+    /// Reports `kind` for `records` to the event monitor, after the lock is released.
+    func report(_ kind: LoaderEvent.Kind, _ records: [LoadRequest], _ state: inout LoaderState, _ effects: inout Effects) {
+        guard let monitor = state.eventMonitor, !records.isEmpty else { return }
+        let time = ProcessInfo.processInfo.systemUptime
+        let events = records.map {
+            state.eventSequence += 1
+            return LoaderEvent(
+                requestID: $0.id, url: $0.request.url, target: $0.target?.id, kind: kind, time: time,
+                sequence: state.eventSequence)
+        }
+        effects.append { events.forEach(monitor) }
+    }
+
+    /// `image` for `record`, or a limits failure when the image is over the
+    /// record's own pixel limit (it was decoded, or cached, for another request).
+    static func checked(_ image: Image, for record: LoadRequest) -> Result<Image, AsyncImageError> {
+        guard let failure = record.request.options.limitFailure(for: image) else { return .success(image) }
+        return .failure(.decoding(failure, url: record.request.url))
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+/// The transfer stage: slots, the queue's order, the transport, and the
+/// sweep that stops transfers of deallocated targets.
+extension AsyncImageLoader {
+    /// Starts the best waiting lanes' next jobs while slots are free.
+    func pump(_ state: inout LoaderState, _ effects: inout Effects) {
+        while state.inFlight < state.concurrentLoads {
+            let allowPrefetch = state.prefetchInFlight < state.prefetchCap || !state.queue.hasVisible
+            guard let lane = state.queue.pop(allowPrefetch: allowPrefetch) else { break }
+            guard let record = lane.nextQueued(), let job = record.job else {
+                state.queue.refile(lane)
+                continue
+            }
+            for waiting in job.orderedRequests where waiting.targetIsDead(&effects.keep) {
+                cancelRecord(waiting, &state, &effects)
+            }
+            // Still queued: it has requests (a job left empty has finished).
+            guard job.isQueued else {
+                state.queue.refile(lane)
+                continue
+            }
+            start(job, &state)
+            let requests = job.orderedRequests
+            for waiting in requests {
+                guard let other = waiting.lane else { continue }
+                other.leaveQueue(waiting.priority)
+                state.queue.refile(other)
+            }
+            state.queue.refile(lane)
+            report(.loading, requests, &state, &effects)
+        }
+        updateSweepTimer(&state)
+    }
+
+    private func start(_ job: LoadJob, _ state: inout LoaderState) {
+        state.inFlight += 1
+        state.peakInFlight = max(state.peakInFlight, state.inFlight)
+        state.holding[ObjectIdentifier(job)] = job
+        if !job.hasVisibleRequest {
+            job.isPrefetchTransfer = true
+            state.prefetchInFlight += 1
+        }
+        // `loadData` never calls back from inside itself (see `DataLoading`).
+        let task = dataLoader.loadData(from: job.url, timeout: state.loadingTimeout) { [weak self] result in
+            self?.transferFinished(job, result)
+        }
+        job.phase = .loading(task)
+    }
+
+    /// From the transport: a failure is delivered at once; a body waits for
+    /// a decoder, keeping its transfer slot until one is free.
+    private func transferFinished(_ job: LoadJob, _ result: Result<DataResponse, AsyncImageError>) {
+        mutate { state, effects in
+            guard case .loading = job.phase else { return }  // the loader was let go meanwhile
+            guard !job.requests.isEmpty else {
+                self.finish(job, &state)
+                self.pump(&state, &effects)
+                return
+            }
+            switch result {
+            case .success(let response):
+                self.report(.transferred(bytes: response.data.count), job.orderedRequests, &state, &effects)
+                job.phase = .awaitingDecoder(response.data)
+                state.awaitingDecoder.append(job)
+                self.startDecodes(&state, &effects)
+            case .failure(let error):
+                state.logger.info(
+                    "transfer failed: \(error)", metadata: ["url": "\(job.url.absoluteString)", "requests": "\(job.requests.count)"])
+                self.finish(job, &state)
+                self.deliverAll(job, .failure(error), &state, &effects)
+            }
+            self.pump(&state, &effects)
+        }
+    }
+
+    /// Releases a job's slot (if it held one) and forgets it.
+    func finish(_ job: LoadJob, _ state: inout LoaderState) {
+        switch job.phase {
+        case .loading, .awaitingDecoder:
+            state.inFlight -= 1
+            state.holding[ObjectIdentifier(job)] = nil
+            if job.isPrefetchTransfer {
+                job.isPrefetchTransfer = false
+                state.prefetchInFlight -= 1
+            }
+        case .queued, .decoding, .finished: break
+        }
+        job.phase = .finished
+        if state.jobs[job.key] === job { state.jobs[job.key] = nil }
+    }
+
+    /// Drops the requests of deallocated targets among those holding a slot
+    /// (and so their transfers, unless another request needs them). Queued
+    /// ones are dropped when they reach the front: no sweep walks the queue.
+    func sweepDeadTargets() {
+        mutate { state, effects in
+            for job in state.holding.values {
+                for record in job.orderedRequests where record.targetIsDead(&effects.keep) {
+                    self.cancelRecord(record, &state, &effects)
+                }
+            }
+            self.pump(&state, &effects)
+        }
+    }
+
+    /// Keeps a timer sweeping for dead targets while transfers run.
+    private func updateSweepTimer(_ state: inout LoaderState) {
+        let busy = state.inFlight > 0
+        if busy, state.sweepTimer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+            timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+            timer.setEventHandler { [weak self] in self?.sweepDeadTargets() }
+            timer.resume()
+            state.sweepTimer = timer
+        } else if !busy, let timer = state.sweepTimer {
+            timer.cancel()
+            state.sweepTimer = nil
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// One call of `loadImage` (or `image(for:)`): its own target, actions,
+/// priority and outcome. ``ImageTask`` is its public face.
+///
+/// Every request ends in exactly one of: delivered (success or failure,
+/// with a notification), or cancelled (silently). The loader's lock guards
+/// every mutable field.
+final class LoadRequest: @unchecked Sendable {
+    enum State {
+        case pending, delivered, cancelled
+    }
+
+    /// Increasing: a later `loadImage` call has a larger id.
+    var id: UInt64 = 0
+    let request: ImageRequest
+    /// Starts as the request's; ``ImageTask/priority`` changes it.
+    var priority: ImagePriority
+    let target: WeakTarget?
+    let success: ImageAction?
+    let failure: ImageFailureAction?
+    /// Called (outside the loader's lock) when the request is cancelled, by
+    /// whatever API; `image(for:)` turns it into `CancellationError`.
+    let onCancelled: (@Sendable () -> Void)?
+    /// For the async API: receives the outcome on the loader's own thread,
+    /// at the moment the request is marked delivered (the notification then
+    /// goes through the delivery queue), so no queue has to be serviced.
+    let completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)?
+    /// Made by an ``ImagePrefetcher``: its transfers are capped while visible requests wait.
+    let isPrefetch: Bool
+    /// Told (under the lock) when the request ends, delivered or not: how a
+    /// sequence starts its next member.
+    var onEnd: ((LoadRequest, inout LoaderState, inout Effects) -> Void)?
+
+    var state = State.pending
+    /// The job loading it; nil once its outcome is scheduled for delivery.
+    var job: LoadJob?
+    /// Its unit in the transfer queue (its target and action's lane, or its own).
+    var lane: Lane?
+    /// The cache the loader had when the request was made: its image goes there.
+    let cache: (any ImageCaching)?
+
+    init(
+        request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
+        cache: (any ImageCaching)?, isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
+        completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)? = nil
+    ) {
+        self.request = request
+        self.priority = request.priority
+        self.target = target.map(WeakTarget.init)
+        self.success = success
+        self.failure = failure
+        self.cache = cache
+        self.isPrefetch = isPrefetch
+        self.onCancelled = onCancelled
+        self.completion = completion
+    }
+
+    /// The URL's key in the loader's tables.
+    var urlKey: String { request.cacheKey.url }
+
+    /// Waiting in the queue: pending, and its job not started.
+    var isQueued: Bool { state == .pending && job?.isQueued == true }
+
+    /// The per-target queue it joins, if it has a target.
+    var targetKey: TargetKey? {
+        target.map { TargetKey(target: $0.id, action: actionName) }
+    }
+
+    /// The action name that identifies it: the success action's, else the failure action's.
+    var actionName: String { success?.name ?? failure?.name ?? "" }
+
+    /// Whether it was made with a target that has since been deallocated (a
+    /// live target is parked in `keep`).
+    func targetIsDead(_ keep: inout KeepAlive) -> Bool {
+        guard let target else { return false }
+        return !target.isAlive(&keep)
+    }
+
+    /// Whether its target is `object` (the target read is parked in `keep`).
+    func targets(_ object: AnyObject, _ keep: inout KeepAlive) -> Bool {
+        target?.refers(to: object, &keep) == true
+    }
+}

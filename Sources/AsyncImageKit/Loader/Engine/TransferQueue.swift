@@ -1,0 +1,101 @@
+/// The lanes waiting for a transfer slot: higher priority first, and within
+/// a priority the most recently touched lane first (LIFO: the cells on
+/// screen now, not those scrolled past). Prefetch lanes are kept apart so
+/// the loader can cap them while visible lanes wait.
+///
+/// Each priority level is a max-heap of (stamp, lane) entries. A lane that
+/// changes rank is filed again and its old entry goes stale; stale entries
+/// are skipped when they reach the top and swept when they outnumber the
+/// live ones, so every operation is O(log n) amortized, whatever the number
+/// of lanes.
+struct TransferQueue {
+    private struct Entry {
+        let stamp: UInt64
+        let lane: Lane
+    }
+
+    private struct Levels {
+        var heaps = [MaxHeap<Entry>](
+            repeating: MaxHeap(key: { $0.stamp }), count: ImagePriority.allCases.count)
+        /// Lanes filed here now.
+        var filed = 0
+        /// Entries in the heaps, stale ones included.
+        var entries = 0
+
+        static func isLive(_ entry: Entry, level: Int) -> Bool {
+            guard let filed = entry.lane.filed else { return false }
+            return filed.level == level && filed.stamp == entry.stamp
+        }
+
+        /// The best live entry, stale tops dropped on the way.
+        mutating func top() -> (level: Int, entry: Entry)? {
+            for level in heaps.indices.reversed() {
+                while let entry = heaps[level].top, !Self.isLive(entry, level: level) {
+                    heaps[level].pop()
+                    entries -= 1
+                }
+                if let entry = heaps[level].top { return (level, entry) }
+            }
+            return nil
+        }
+
+        mutating func sweepIfStale() {
+            guard entries > 2 * filed + 64 else { return }
+            entries = 0
+            for level in heaps.indices {
+                heaps[level].retain { Self.isLive($0, level: level) }
+                entries += heaps[level].count
+            }
+        }
+    }
+
+    private var visible = Levels()
+    private var prefetch = Levels()
+
+    /// Lanes waiting.
+    var count: Int { visible.filed + prefetch.filed }
+    /// Whether a lane of visible (not prefetch) requests waits.
+    var hasVisible: Bool { visible.filed > 0 }
+
+    /// Files `lane` by its current rank, or takes it out when it has nothing
+    /// queued. Call after anything that changes its queued requests.
+    mutating func refile(_ lane: Lane) {
+        let wanted = lane.level.map { (level: $0, stamp: lane.stamp) }
+        if let filed = lane.filed, let wanted, filed == wanted { return }
+        lane.isPrefetch ? Self.refile(lane, wanted, &prefetch) : Self.refile(lane, wanted, &visible)
+    }
+
+    private static func refile(_ lane: Lane, _ wanted: (level: Int, stamp: UInt64)?, _ levels: inout Levels) {
+        if lane.filed == nil, wanted != nil { levels.filed += 1 }
+        if lane.filed != nil, wanted == nil { levels.filed -= 1 }
+        lane.filed = wanted
+        if let wanted {
+            levels.heaps[wanted.level].push(Entry(stamp: wanted.stamp, lane: lane))
+            levels.entries += 1
+        }
+        levels.sweepIfStale()
+    }
+
+    /// Takes the best lane out of the queue; prefetch lanes only when allowed.
+    mutating func pop(allowPrefetch: Bool) -> Lane? {
+        let best = visible.top()
+        let other = allowPrefetch ? prefetch.top() : nil
+        let takePrefetch: Bool
+        switch (best, other) {
+        case (nil, nil): return nil
+        case (_?, nil): takePrefetch = false
+        case (nil, _?): takePrefetch = true
+        case (let v?, let p?): takePrefetch = (p.level, p.entry.stamp) > (v.level, v.entry.stamp)
+        }
+        return takePrefetch ? Self.take(&prefetch) : Self.take(&visible)
+    }
+
+    private static func take(_ levels: inout Levels) -> Lane? {
+        guard let (level, entry) = levels.top() else { return nil }
+        levels.heaps[level].pop()
+        levels.entries -= 1
+        levels.filed -= 1
+        entry.lane.filed = nil
+        return entry.lane
+    }
+}

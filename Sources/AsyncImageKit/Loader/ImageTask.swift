@@ -1,0 +1,69 @@
+import Foundation
+
+/// A request made with ``AsyncImageLoader/loadImage(_:target:success:failure:)``:
+/// a handle to cancel it or change its priority while it waits.
+///
+/// ```swift
+/// let task = loader.loadImage(request, target: cell, success: show)
+/// task.priority = .high      // the cell scrolled to the middle of the screen
+/// task.cancel()              // or any of the loader's cancel APIs
+/// ```
+///
+/// The handle does not keep the loader or the target alive.
+public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvertible {
+    /// Where the request is in its life.
+    public enum State: Sendable, Hashable {
+        /// Not yet delivered or cancelled.
+        case running
+        /// Its outcome (success or failure) was delivered.
+        case completed
+        /// It was cancelled (explicitly, superseded on its target, or its target went away).
+        case cancelled
+    }
+
+    let record: LoadRequest
+    /// Never written after `init`.
+    private weak var loader: AsyncImageLoader?
+
+    init(_ record: LoadRequest, loader: AsyncImageLoader) {
+        self.record = record
+        self.loader = loader
+    }
+
+    /// The request, as made (its ``ImageRequest/priority`` is the initial one).
+    public var request: ImageRequest { record.request }
+
+    /// The request's number in its loader (``LoaderEvent/requestID``).
+    public var id: UInt64 { record.id }
+
+    /// The priority it is served at. Setting it while the request waits
+    /// re-ranks it (and a transfer it shares); after that it only affects
+    /// which waiting body is decoded first.
+    public var priority: ImagePriority {
+        get { loader?.state.withLock { _ in record.priority } ?? record.priority }
+        set { loader?.setPriority(of: record, to: newValue) }
+    }
+
+    /// Where the request is in its life.
+    public var state: State {
+        let current = loader?.state.withLock { _ in record.state } ?? record.state
+        switch current {
+        case .pending: return .running
+        case .delivered: return .completed
+        case .cancelled: return .cancelled
+        }
+    }
+
+    /// Cancels the request (nothing is delivered); its transfer stops unless
+    /// another request needs it. No effect once delivered.
+    public func cancel() {
+        loader?.cancel { _, _ in [record] }
+    }
+
+    /// Same request (by identity).
+    public static func == (lhs: ImageTask, rhs: ImageTask) -> Bool { lhs.record === rhs.record }
+    /// Hashes the identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(record)) }
+    /// The id and URL.
+    public var description: String { "ImageTask #\(record.id) \(record.request.url.absoluteString)" }
+}
