@@ -83,7 +83,10 @@ let package = Package(
 
         .testTarget(
             name: "AsyncImageKitTests",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "asyncimage-demo"],
+            dependencies: [
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "asyncimage-demo",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.
             exclude: ["Resources"],
             swiftSettings: [.swiftLanguageMode(.v6)]),

@@ -12,4 +12,13 @@ public struct DataResponse: Sendable {
     public let contentType: String?
     /// The body, content-decoded (gzip and the like already undone).
     public let data: Data
+
+    /// A response, as a custom ``DataLoading`` makes one.
+    public init(url: URL, finalURL: URL? = nil, statusCode: Int, contentType: String? = nil, data: Data) {
+        self.url = url
+        self.finalURL = finalURL ?? url
+        self.statusCode = statusCode
+        self.contentType = contentType
+        self.data = data
+    }
 }

@@ -5,6 +5,35 @@ import XCTest
 /// Thumbnail then full image on one target: the later URL supersedes the earlier
 /// once delivered (the original's issues #13, #50, #54).
 final class PerTargetOrderTests: XCTestCase {
+    /// AsyncImageView's promise under a busy queue: set the thumbnail, then
+    /// at once the full image, on a cell while the only slot is held by
+    /// another target. The server receives the thumbnail first, and the
+    /// cell's action sees the thumbnail, then the full image.
+    func testThumbnailStartsAndShowsFirstWhenTheQueueIsBusy() throws {
+        let h = try LoaderHarness(concurrentLoads: 1)
+        let (blocker, thumb, full) = (h.server.url(9), h.server.url(1), h.server.url(2))
+        h.server.hold(blocker)
+        h.server.hold(full)
+        let other = Target("other")
+        h.load(blocker, target: other)
+        wait(for: [h.server.arrival(of: blocker, self)], timeout: 15)
+        let cell = Target("cell")
+        h.load(thumb, target: cell)
+        h.load(full, target: cell)
+        h.server.release(blocker)
+        wait(for: [h.log.outcomes(2, self), h.server.arrival(of: full, self)], timeout: 15)
+        h.server.release(full)
+        wait(for: [h.log.outcomes(3, self)], timeout: 15)
+        h.drainDeliveries()
+        XCTAssertEqual(h.server.arrivalOrder, ["/img/9.png", "/img/1.png", "/img/2.png"])
+        let cellDeliveries = h.log.events.compactMap { event -> String? in
+            guard case .success(let path, ObjectIdentifier(cell)) = event else { return nil }
+            return path
+        }
+        XCTAssertEqual(cellDeliveries, ["/img/1.png", "/img/2.png"])
+        XCTAssertEqual(h.server.peakActive, 1)
+    }
+
     func testThumbnailFirstWhenItArrivesFirst() throws {
         let h = try LoaderHarness()
         let (thumb, full) = (h.server.url(1), h.server.url(2))

@@ -119,6 +119,21 @@ final class AsyncImageViewTests: XCTestCase {
         XCTAssertEqual(view.displayedImage(at: 0)?.pixel(x: 1, y: 1), RGBA(r: 255, g: 255, b: 255))
     }
 
+    /// The first image (no placeholder) fades in from transparent (the
+    /// original's 1.3); with a placeholder it crossfades from it.
+    func testTheFirstImageFadesInFromTransparent() {
+        let view = AsyncImageView(loader: AsyncImageLoader(cache: nil, deliveryQueue: DispatchQueue(label: "unused")))
+        let red = SyntheticImage.solid(width: 4, height: 4, color: RGBA(r: 255, g: 0, b: 0))
+        view.image = red
+        XCTAssertEqual(view.displayedImage(at: 0)?.pixel(x: 1, y: 1), RGBA(r: 255, g: 0, b: 0, a: 0))
+        XCTAssertEqual(Int(view.displayedImage(at: 0.2)?.pixel(x: 1, y: 1).a ?? 0), 128, accuracy: 1)
+        XCTAssertEqual(view.displayedImage(at: 0.4)?.pixel(x: 1, y: 1), RGBA(r: 255, g: 0, b: 0))
+        let placeholderView = AsyncImageView(loader: AsyncImageLoader(cache: nil, deliveryQueue: DispatchQueue(label: "unused")))
+        placeholderView.placeholderImage = grey
+        placeholderView.image = red
+        XCTAssertEqual(placeholderView.displayedImage(at: 0)?.pixel(x: 1, y: 1), grey.pixel(x: 1, y: 1), "from the placeholder")
+    }
+
     func testStyleAndNilClears() {
         let view = AsyncImageView(loader: AsyncImageLoader(cache: nil, deliveryQueue: DispatchQueue(label: "unused")))
         view.activityIndicatorStyle = .large

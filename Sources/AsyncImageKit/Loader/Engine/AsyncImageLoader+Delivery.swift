@@ -20,15 +20,22 @@ extension AsyncImageLoader {
             // from here on still gets this outcome and the notification is
             // posted; a task cancelled before this point posts nothing.
             markDelivered(record, outcome, &state, &effects)
+            // Prefetches post nothing.
+            guard !record.isPrefetch else {
+                effects.append { completion(outcome) }
+                return
+            }
             let post = notification(for: record, outcome, heldIn, target: nil, &state)
             let queue = state.deliveryQueue
             let watched = watch(queue, &state, &effects)
             effects.append {
-                completion(outcome)
+                // Handed to the queue before the caller resumes: once it has
+                // its image, the notification is on its way.
                 queue.async {
                     self.unwatch(watched)
                     post()
                 }
+                completion(outcome)
             }
             return
         }

@@ -1,0 +1,119 @@
+import Foundation
+
+extension AsyncImageLoader {
+    /// Loads `requests` strictly one after another (ThumbnailService's request
+    /// group sequence: small, then big), delivering each in turn to `target`
+    /// through `success` or `failure`, and starting each only after the one
+    /// before it was delivered.
+    ///
+    /// ```swift
+    /// loader.loadImages([small, big], target: cell, success: show)
+    /// ```
+    ///
+    /// - If a later member is already in the cache when the sequence starts
+    ///   (or moves on), the members before it are skipped.
+    /// - A member that fails is delivered as a failure and the sequence goes
+    ///   on; a member that is cancelled (by any cancel API, superseded on the
+    ///   target, or its target gone) ends the sequence.
+    /// - With a target, the members are in the target's per-target order.
+    @discardableResult
+    public func loadImages(
+        _ requests: [ImageRequest], target: AnyObject? = nil, success: ImageAction? = nil,
+        failure: ImageFailureAction? = nil
+    ) -> ImageSequenceTask {
+        let sequence = ImageSequenceTask(
+            loader: self, requests: requests, target: target, success: success, failure: failure)
+        sequence.advance(from: 0)
+        return sequence
+    }
+}
+
+/// A sequence started by ``AsyncImageLoader/loadImages(_:target:success:failure:)``:
+/// cancelling it cancels what is left.
+public final class ImageSequenceTask: @unchecked Sendable {
+    /// The members, in order.
+    public let requests: [ImageRequest]
+    private weak var loader: AsyncImageLoader?
+    private let target: WeakTarget?
+    private let success: ImageAction?
+    private let failure: ImageFailureAction?
+    private let cache: (any ImageCaching)?
+    // Guarded by the loader's lock.
+    private var current: LoadRequest?
+    private var ended = false
+    private var next = 0
+
+    init(
+        loader: AsyncImageLoader, requests: [ImageRequest], target: AnyObject?, success: ImageAction?,
+        failure: ImageFailureAction?
+    ) {
+        self.loader = loader
+        self.requests = requests
+        self.target = target.map(WeakTarget.init)
+        self.success = success
+        self.failure = failure
+        self.cache = loader.cache
+    }
+
+    /// Whether every member was delivered, or the sequence was cancelled.
+    public var isFinished: Bool {
+        loader?.state.withLock { _ in ended } ?? true
+    }
+
+    /// The index of the member loading now (nil when finished).
+    public var currentIndex: Int? {
+        loader?.state.withLock { _ in ended ? nil : next }
+    }
+
+    /// Cancels the member under way and every later one.
+    public func cancel() {
+        loader?.mutate { state, effects in
+            guard !self.ended else { return }
+            self.ended = true
+            if let current = self.current { self.loader?.cancelRecord(current, &state, &effects) }
+            self.current = nil
+            self.loader?.pump(&state, &effects)
+        }
+    }
+
+    /// Starts the member at `index`, or the last cached one after it
+    /// (the cache is asked outside the loader's lock).
+    func advance(from index: Int) {
+        guard let loader, index < requests.count else {
+            loader?.state.withLock { _ in ended = true }
+            return
+        }
+        var start = index
+        var hit: Image?
+        for member in stride(from: requests.count - 1, through: index, by: -1) {
+            if let image = cache?.image(for: requests[member].cacheKey) {
+                (start, hit) = (member, image)
+                break
+            }
+        }
+        let object = target?.object
+        if target != nil && object == nil {
+            loader.state.withLock { _ in ended = true }  // the target is gone
+            return
+        }
+        let record = LoadRequest(
+            request: requests[start], target: object, success: success, failure: failure, cache: cache)
+        loader.mutate { state, effects in
+            guard !self.ended else { return }
+            self.next = start
+            self.current = record
+            record.onEnd = { [self] record, _, effects in
+                self.current = nil
+                guard record.state == .delivered, start + 1 < self.requests.count else {
+                    self.ended = true
+                    return
+                }
+                self.next = start + 1
+                effects.append { self.advance(from: start + 1) }
+            }
+            loader.add(record, object: object, hit: hit, &state, &effects)
+            loader.pump(&state, &effects)
+        }
+        withExtendedLifetime(object) {}
+    }
+}
