@@ -9,7 +9,9 @@ extension AsyncImageLoader {
             let allowPrefetch = state.prefetchInFlight < state.prefetchCap || !state.queue.hasVisible
             guard let lane = state.queue.pop(allowPrefetch: allowPrefetch) else { break }
             guard let record = lane.nextQueued(), let job = record.job else {
-                state.queue.refile(lane)
+                // Not reachable: a filed lane has a queued request. Left unfiled
+                // rather than filed again, which would spin here.
+                assertionFailure("a lane was filed with no queued request")
                 continue
             }
             for waiting in job.orderedRequests where waiting.targetIsDead(&effects.keep) {
