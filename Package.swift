@@ -9,6 +9,9 @@ import PackageDescription
 ///   that owns every `setjmp` used by libpng and libjpeg.
 /// - `LoopbackHTTP`, `ImageFixtures`: support code for the tests, the demo and
 ///   the benchmark (a real HTTP/1.1 server on 127.0.0.1, generated images).
+///
+/// No package dependencies (the demo parses its own command line), so a
+/// package that depends on AsyncImageKit resolves nothing else.
 let package = Package(
     name: "AsyncImageView",
     products: [
@@ -16,10 +19,6 @@ let package = Package(
         .executable(name: "asyncimage-demo", targets: ["asyncimage-demo"]),
         .executable(name: "asyncimage-bench", targets: ["asyncimage-bench"]),
         .executable(name: "asyncimage-fuzz", targets: ["asyncimage-fuzz"]),
-    ],
-    dependencies: [
-        // Only the demo uses it, for its command line.
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // System libraries, found with pkg-config (Debian 12 names).
@@ -58,10 +57,7 @@ let package = Package(
 
         .executableTarget(
             name: "asyncimage-demo",
-            dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
             path: "Demo",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(

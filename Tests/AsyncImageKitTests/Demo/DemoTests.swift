@@ -2,6 +2,7 @@ import AsyncImageKit
 import Foundation
 import ImageFixtures
 import XCTest
+@testable import asyncimage_demo
 
 /// The demo runner end to end: a real process, a real embedded server, real pictures.
 final class DemoTests: XCTestCase {
@@ -116,6 +117,143 @@ final class DemoTests: XCTestCase {
         XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.errors.lowercased().contains("usage"), result.errors)
         XCTAssertEqual(try run(["--concurrent-loads", "0"]).status, 2)
+        XCTAssertEqual(try run(["--bogus"]).status, 2)
+        XCTAssertEqual(try run(["decode"]).status, 2)
+
+        let help = try run(["--help"])
+        XCTAssertEqual(help.status, 0, help.errors)
+        XCTAssertTrue(String(decoding: help.output, as: UTF8.self).contains("USAGE: asyncimage-demo [<inputs> ...]"))
+        XCTAssertEqual(help.errors, "")
+    }
+
+    // MARK: The command line, parsed in process
+
+    private func usageError(_ arguments: [String]) -> String {
+        do {
+            let command = try DemoArguments.parse(arguments)
+            XCTFail("\(arguments) parsed as \(command)")
+            return ""
+        } catch {
+            return error.description
+        }
+    }
+
+    func testCommandLineDefaults() throws {
+        guard case .run(let options) = try DemoArguments.parse([]) else { return XCTFail("not a run") }
+        XCTAssertEqual(options.inputs, [])
+        XCTAssertNil(options.urlsFile)
+        XCTAssertEqual(
+            options.settings,
+            DemoSettings(
+                concurrentLoads: 2, timeout: 10, output: "demo-output", cells: 16, scrollSpeed: 25, seed: 1, images: 300,
+                latency: 15, json: false))
+    }
+
+    func testCommandLineTakesEveryOption() throws {
+        let command = try DemoArguments.parse([
+            "a.png", "--urls", "list.txt", "--concurrent-loads", "4", "--timeout=2.5", "--output", "out", "--cells", "8",
+            "--scroll-speed", "30", "--seed", "5", "--images", "20", "--latency", "0", "--json", "--cells", "12",
+            "https://example.com/b.png", "-", "--", "--cells", "decode",
+        ])
+        let settings = DemoSettings(
+            concurrentLoads: 4, timeout: 2.5, output: "out", cells: 12, scrollSpeed: 30, seed: 5, images: 20, latency: 0,
+            json: true)
+        XCTAssertEqual(
+            command,
+            .run(DemoOptions(
+                inputs: ["a.png", "https://example.com/b.png", "-", "--cells", "decode"], urlsFile: "list.txt",
+                settings: settings)))
+        XCTAssertEqual(try DemoArguments.parse(["decode", "a.png", "--", "-b.png"]), .decode(files: ["a.png", "-b.png"]))
+        XCTAssertEqual(try DemoArguments.parse(["a.png", "decode"]), .run(DemoOptions(inputs: ["a.png", "decode"])))
+    }
+
+    func testCommandLineRejectsABadOption() {
+        let usage = "Usage: asyncimage-demo [<inputs> ...] [--urls <urls>] [--concurrent-loads <concurrent-loads>] "
+            + "[--timeout <timeout>] [--output <output>] [--cells <cells>] [--scroll-speed <scroll-speed>] "
+            + "[--seed <seed>] [--images <images>] [--latency <latency>] [--json]\n"
+            + "  See 'asyncimage-demo --help' for more information.\n"
+        XCTAssertEqual(usageError(["--bogus"]), "Error: Unknown option '--bogus'\n" + usage)
+        XCTAssertEqual(usageError(["-json"]), "Error: Unknown option '-json'. Did you mean '--json'?\n" + usage)
+        XCTAssertEqual(
+            usageError(["--json=yes"]),
+            "Error: The option '--json' does not take any value, but 'yes' was specified.\n" + usage)
+        XCTAssertEqual(
+            usageError(["decode", "-x", "a.png"]),
+            "Error: Unknown option '-x'\nUsage: decode <files> ...\n  See 'decode --help' for more information.\n")
+        XCTAssertTrue(usageError(["decode"]).hasPrefix("Error: Missing expected argument '<files> ...'\n\nOVERVIEW:"))
+    }
+
+    func testCommandLineRejectsABadValue() {
+        let usage = "Usage: asyncimage-demo [<inputs> ...]"
+        let invalid = usageError(["--cells", "many"])
+        XCTAssertTrue(
+            invalid.hasPrefix(
+                "Error: The value 'many' is invalid for '--cells <cells>'\n"
+                    + "Help:  --cells <cells>  Cells on screen (a multiple of 4 works best: the grid has 4 columns).\n"
+                    + usage), invalid)
+        XCTAssertTrue(usageError(["--seed", "-1"]).hasPrefix("Error: The value '-1' is invalid for '--seed <seed>'\n"))
+        XCTAssertTrue(usageError(["--latency", "1.5"]).hasPrefix("Error: The value '1.5' is invalid for '--latency <latency>'\n"))
+        XCTAssertTrue(usageError(["--cells"]).hasPrefix("Error: Missing value for '--cells <cells>'\n"))
+        XCTAssertTrue(usageError(["--output", "--json"]).hasPrefix("Error: Missing value for '--output <output>'\n"))
+        // A bad value is reported even when --help follows it.
+        XCTAssertTrue(usageError(["--cells", "many", "--help"]).hasPrefix("Error: The value 'many'"))
+
+        let validation = [
+            (["--concurrent-loads", "0"], "--concurrent-loads must be at least 1"),
+            (["--timeout", "-1"], "--timeout must be positive"),
+            (["--timeout", "nan"], "--timeout must be positive"),
+            (["--cells", "401"], "--cells must be between 1 and 400"),
+            (["--scroll-speed", "0"], "--scroll-speed must be positive"),
+            (["--images", "0"], "--images must be between 1 and 5000"),
+            (["--latency=-1"], "--latency must not be negative"),
+        ]
+        for (arguments, message) in validation {
+            let error = usageError(arguments)
+            XCTAssertTrue(error.hasPrefix("Error: \(message)\n\(usage)"), "\(arguments): \(error)")
+        }
+    }
+
+    func testCommandLineHelp() throws {
+        guard case .help(let help) = try DemoArguments.parse(["--cells", "8", "--bogus", "--help"]) else {
+            return XCTFail("no help")
+        }
+        XCTAssertEqual(try DemoArguments.parse(["-h"]), .help(help))
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        XCTAssertEqual(lines.first, "OVERVIEW: Scroll a gallery of images loaded with AsyncImageKit, and show what")
+        XCTAssertTrue(lines.allSatisfy { $0.count < 80 || $0.hasPrefix("USAGE: ") }, help)
+        for line in [
+            "USAGE: " + DemoArguments.rootUsage,
+            "  --concurrent-loads <concurrent-loads>",
+            "                          Transfers in flight at once. (default: 2)",
+            "  --timeout <timeout>     Seconds a transfer may take. (default: 10.0)",
+            "  --output <output>       Where to write the pictures and the report. (default:",
+            "                          demo-output)",
+            "  --seed <seed>           Seed for a repeatable run. (default: 1)",
+            "  --json                  Print only the JSON report.",
+            "  -h, --help              Show help information.",
+        ] {
+            XCTAssertTrue(lines.contains(line), "missing: \(line)\n\(help)")
+        }
+        XCTAssertTrue(help.hasSuffix("information.\n\n"))
+
+        guard case .help(let decodeHelp) = try DemoArguments.parse(["decode", "a.png", "--help"]) else {
+            return XCTFail("no decode help")
+        }
+        XCTAssertEqual(
+            decodeHelp,
+            """
+            OVERVIEW: Decode files and print one JSON line each.
+
+            USAGE: decode <files> ...
+
+            ARGUMENTS:
+              <files>                 Image files.
+
+            OPTIONS:
+              -h, --help              Show help information.
+
+
+            """)
     }
 
     func testDecodeSubcommandKeepsItsShape() throws {
