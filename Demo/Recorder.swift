@@ -14,6 +14,8 @@ final class Recorder: @unchecked Sendable {
         var queued: Double?
         var loading: Double?
         var decoding: Double?
+        /// When its body arrived (`.transferred`).
+        var transferred: Double?
         var finished: Double?
         var bytes: Int?
         var outcome: String = "pending"
@@ -68,6 +70,7 @@ final class Recorder: @unchecked Sendable {
                 request.outcome = "cache"
             case .loading: request.loading = request.loading ?? t
             case .transferred(let count):
+                request.transferred = t
                 request.bytes = count
                 bytes += count
             case .decoding: request.decoding = t
@@ -112,6 +115,43 @@ final class Recorder: @unchecked Sendable {
 
     var all: [Request] {
         lock.withLock { requests.values.sorted { $0.id < $1.id } }
+    }
+}
+
+extension Recorder {
+    /// When each URL's transfer was in flight, as the events tell it: from a
+    /// request's `.loading` until its `.transferred`, or until its outcome
+    /// (failed or cancelled) when it has no `.transferred`; still open at the
+    /// end of the run if neither came. Requests for one URL share one
+    /// transfer, hence one entry per URL. A request that joined after the body
+    /// had arrived (another request for the URL had its `.transferred` and
+    /// was not finished yet) is sent the steps it missed at once; they are not
+    /// a transfer. The events' times follow their `sequence` order (both are
+    /// taken under the loader's lock), so the times alone order them.
+    ///
+    /// A transfer that fails without a body (an HTTP error, a timeout) ends
+    /// here at its failure's delivery, which comes after the loader has freed
+    /// its slot (no event marks that moment), and so can overlap the start of
+    /// a queued transfer that took the slot.
+    static func transferSpans(_ requests: [Request]) -> [String: [Range<Double>]] {
+        let started = Dictionary(grouping: requests.filter { $0.loading != nil }, by: \.url)
+        return started.mapValues { group in
+            group.compactMap { request -> Range<Double>? in
+                guard let start = request.loading else { return nil }
+                let joinedLate = group.contains { other in
+                    other.id != request.id && (other.transferred.map { $0 <= start } ?? false)
+                        && (other.finished.map { $0 > start } ?? true)
+                }
+                if joinedLate { return nil }
+                let stop = request.transferred ?? request.finished ?? .infinity
+                return start..<max(start, stop)
+            }
+        }
+    }
+
+    /// Transfers in flight at `time`: the URLs with a span (from ``transferSpans(_:)``) holding it.
+    static func transfersInFlight(_ spans: [String: [Range<Double>]], at time: Double) -> Int {
+        spans.values.count { $0.contains { $0.contains(time) } }
     }
 }
 

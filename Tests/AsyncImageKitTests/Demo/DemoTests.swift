@@ -1,4 +1,4 @@
-import AsyncImageKit
+@testable import AsyncImageKit
 import Foundation
 import ImageFixtures
 import XCTest
@@ -254,6 +254,65 @@ final class DemoTests: XCTestCase {
 
 
             """)
+    }
+
+    // MARK: The timeline's transfers-in-flight strip
+
+    /// A hand-made run with a cap of 2, in the order the loader reports its
+    /// steps: a transfer keeps its slot until a decoder takes its body
+    /// (`.decoding`), and only then does a queued one start.
+    func testTimelineStripCountsTransfersFromStartToBody() {
+        let a = URL(string: "http://127.0.0.1/a.jpg")!, b = URL(string: "http://127.0.0.1/b.jpg")!
+        let c = URL(string: "http://127.0.0.1/c.jpg")!, d = URL(string: "http://127.0.0.1/d.jpg")!
+        let e = URL(string: "http://127.0.0.1/e.jpg")!, missing = URL(string: "http://127.0.0.1/missing.jpg")!
+        let broken = URL(string: "http://127.0.0.1/broken.jpg")!
+        let steps: [(UInt64, URL, LoaderEvent.Kind)] = [
+            (1, a, .queued), (1, a, .loading),  // t = 1, 2
+            (2, b, .queued), (2, b, .loading),  // 3, 4: two in flight
+            (3, c, .queued),  // 5: waits
+            (1, a, .transferred(bytes: 100)),  // 6: a's body is in, its slot waits for a decoder
+            (1, a, .decoding), (3, c, .loading),  // 7, 8: c takes a's slot
+            // 9-12: another cell asks for a while it decodes: the loader sends the steps it missed at once.
+            (4, a, .queued), (4, a, .loading), (4, a, .transferred(bytes: 100)), (4, a, .decoding),
+            (1, a, .delivered(success: true)), (4, a, .delivered(success: true)),  // 13, 14
+            (2, b, .transferred(bytes: 100)), (2, b, .decoding),  // 15, 16
+            (5, d, .queued), (5, d, .loading),  // 17, 18
+            (6, e, .queued),  // 19: waits
+            (5, d, .cancelled), (6, e, .loading),  // 20, 21: d's cell is reused; e takes its slot
+            (2, b, .delivered(success: true)),  // 22
+            (3, c, .transferred(bytes: 100)), (3, c, .decoding),  // 23, 24
+            (7, missing, .queued), (7, missing, .loading),  // 25, 26
+            (6, e, .transferred(bytes: 100)), (6, e, .decoding),  // 27, 28
+            (7, missing, .delivered(success: false)),  // 29: a 404 (no body), nothing queued meanwhile
+            (8, broken, .queued), (8, broken, .loading),  // 30, 31
+            (8, broken, .transferred(bytes: 10)), (8, broken, .decoding),  // 32, 33
+            (8, broken, .delivered(success: false)),  // 34: a failed decode
+            (3, c, .delivered(success: true)), (6, e, .delivered(success: true)),  // 35, 36
+            (9, a, .cacheHit), (9, a, .delivered(success: true)),  // 37, 38
+        ]
+        let events = steps.enumerated().map { index, step in
+            LoaderEvent(
+                requestID: step.0, url: step.1, target: nil, kind: step.2, time: Double(index + 1),
+                sequence: UInt64(index + 1))
+        }
+        // The monitor may see events out of order: the strip must not depend on it.
+        let recorder = Recorder(start: 0)
+        for event in events.reversed() { recorder.record(event) }
+        let spans = Recorder.transferSpans(recorder.all)
+        func inFlight(_ t: Double) -> Int { Recorder.transfersInFlight(spans, at: t) }
+
+        let cap = 2
+        let counts = events.map { inFlight($0.time) }
+        XCTAssertEqual(counts.max(), cap, "\(counts)")
+        XCTAssertEqual(
+            counts,
+            [0, 1, 1, 2, 2, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 1, 2, 2, 1, 1, 1, 2, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0])
+        XCTAssertEqual(inFlight(6.5), 1, "a's transfer ends with its body, not at its decode")
+        XCTAssertEqual(inFlight(10.5), 2, "a late joiner's replayed steps are not a transfer")
+        XCTAssertEqual(inFlight(20.5), 1, "a cancelled transfer ends at its cancel")
+        XCTAssertEqual(inFlight(28.5), 1, "a transfer failed without a body ends at its failure")
+        XCTAssertEqual(inFlight(32.5), 0, "a body that fails to decode ended its transfer when it arrived")
+        XCTAssertEqual(inFlight(0.5), 0)
     }
 
     func testDecodeSubcommandKeepsItsShape() throws {
