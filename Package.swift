@@ -10,8 +10,9 @@ import PackageDescription
 /// - `LoopbackHTTP`, `ImageFixtures`: support code for the tests, the demo and
 ///   the benchmark (a real HTTP/1.1 server on 127.0.0.1, generated images).
 ///
-/// No package dependencies (the demo parses its own command line), so a
-/// package that depends on AsyncImageKit resolves nothing else.
+/// Only the library's own needs go in `dependencies`: the demo, the benchmark
+/// and the tests add none (the demo parses its own command line), so a
+/// package that depends on AsyncImageKit resolves nothing it does not use.
 let package = Package(
     name: "AsyncImageView",
     products: [
