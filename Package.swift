@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 import PackageDescription
 
 /// AsyncImageView for Swift on Linux.
@@ -9,6 +9,11 @@ import PackageDescription
 ///   that owns every `setjmp` used by libpng and libjpeg.
 /// - `LoopbackHTTP`, `ImageFixtures`: support code for the tests, the demo and
 ///   the benchmark (a real HTTP/1.1 server on 127.0.0.1, generated images).
+///
+/// Only the library's own needs go in `dependencies` (swift-log): the demo,
+/// the benchmark and the tests add none (the demo parses its own command
+/// line), so a package that depends on AsyncImageKit resolves nothing it
+/// does not use.
 let package = Package(
     name: "AsyncImageView",
     products: [
@@ -20,8 +25,6 @@ let package = Package(
     dependencies: [
         // The library's diagnostics (what AsyncHTTPClient, Vapor and Hummingbird use).
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        // Only the demo uses it, for its command line.
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // System libraries, found with pkg-config (Debian 12 names).
@@ -60,10 +63,7 @@ let package = Package(
 
         .executableTarget(
             name: "asyncimage-demo",
-            dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
             path: "Demo",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(

@@ -1,27 +1,18 @@
-import ArgumentParser
 import AsyncImageKit
 import Foundation
 
 /// `asyncimage-demo decode FILE...`: one JSON line per file,
 /// `{"path","ok","format","width","height","frames","error"}`; exit status 1 if any failed.
-struct Decode: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Decode files and print one JSON line each.")
-
-    @Argument(help: "Image files.")
-    var files: [String]
-
-    func validate() throws {
-        if files.isEmpty { throw ValidationError("give at least one file") }
-    }
-
-    func run() throws {
+enum Decode {
+    /// Prints a line for each file; false if any failed.
+    static func run(_ files: [String]) -> Bool {
         var allOK = true
         for path in files {
             let (line, ok) = Self.line(path: path)
             print(line)
             allOK = allOK && ok
         }
-        if !allOK { throw ExitCode(1) }
+        return allOK
     }
 
     static func line(path: String) -> (String, Bool) {

@@ -88,18 +88,14 @@ enum Pictures {
             ? x(scrollStopped) + 3 : x(scrollStopped) - 3 - Canvas.textWidth(stopLabel, scale: 1)
         canvas.text(stopLabel, x: labelX, y: 12, scale: 1, color: labelColor)
 
-        // Transfers in flight (from start to decode), against the cap.
+        // Transfers in flight (from start to body, or to failure or cancel), against the cap.
         let stripTop = 24
         let stripHeight = 70
         let unit = max(1, stripHeight / max(1, cap + 1))
+        let spans = Recorder.transferSpans(shown)
         for px in 0..<plot {
             let t = Double(px) / Double(plot) * end
-            // Requests for one URL share one transfer: count URLs.
-            let count = Set(shown.filter { r in
-                guard let start = r.loading else { return false }
-                let stop = r.decoding ?? r.finished ?? end
-                return start <= t && t < stop
-            }.map(\.url)).count
+            let count = Recorder.transfersInFlight(spans, at: t)
             canvas.fill(x: left + px, y: stripTop + stripHeight - count * unit, width: 1, height: count * unit, color: loadingColor)
         }
         canvas.fill(x: left, y: stripTop + stripHeight - cap * unit, width: plot, height: 1, color: failedColor)

@@ -14,6 +14,10 @@ final class Recorder: @unchecked Sendable {
         var queued: Double?
         var loading: Double?
         var decoding: Double?
+        /// When its body arrived (`.transferred`).
+        var transferred: Double?
+        /// When its transfer failed (`.transferFailed`), freeing its slot.
+        var transferFailed: Double?
         var finished: Double?
         var bytes: Int?
         var outcome: String = "pending"
@@ -68,8 +72,10 @@ final class Recorder: @unchecked Sendable {
                 request.outcome = "cache"
             case .loading: request.loading = request.loading ?? t
             case .transferred(let count):
+                request.transferred = t
                 request.bytes = count
                 bytes += count
+            case .transferFailed: request.transferFailed = t
             case .decoding: request.decoding = t
             case .delivered(let success):
                 request.finished = t
@@ -112,6 +118,39 @@ final class Recorder: @unchecked Sendable {
 
     var all: [Request] {
         lock.withLock { requests.values.sorted { $0.id < $1.id } }
+    }
+}
+
+extension Recorder {
+    /// When each URL's transfer was in flight, as the events tell it: from a
+    /// request's `.loading` until its `.transferred`, or until its outcome
+    /// (failed or cancelled) when it has no `.transferred`; still open at the
+    /// end of the run if neither came; a failed transfer ends at its
+    /// `.transferFailed`, the moment the loader freed its slot. Requests for one URL share one
+    /// transfer, hence one entry per URL. A request that joined after the body
+    /// had arrived (another request for the URL had its `.transferred` and
+    /// was not finished yet) is sent the steps it missed at once; they are not
+    /// a transfer. The events' times follow their `sequence` order (both are
+    /// taken under the loader's lock), so the times alone order them.
+    static func transferSpans(_ requests: [Request]) -> [String: [Range<Double>]] {
+        let started = Dictionary(grouping: requests.filter { $0.loading != nil }, by: \.url)
+        return started.mapValues { group in
+            group.compactMap { request -> Range<Double>? in
+                guard let start = request.loading else { return nil }
+                let joinedLate = group.contains { other in
+                    other.id != request.id && (other.transferred.map { $0 <= start } ?? false)
+                        && (other.finished.map { $0 > start } ?? true)
+                }
+                if joinedLate { return nil }
+                let stop = request.transferred ?? request.transferFailed ?? request.finished ?? .infinity
+                return start..<max(start, stop)
+            }
+        }
+    }
+
+    /// Transfers in flight at `time`: the URLs with a span (from ``transferSpans(_:)``) holding it.
+    static func transfersInFlight(_ spans: [String: [Range<Double>]], at time: Double) -> Int {
+        spans.values.count { $0.contains { $0.contains(time) } }
     }
 }
 

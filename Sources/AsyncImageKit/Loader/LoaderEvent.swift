@@ -13,6 +13,9 @@ public struct LoaderEvent: Sendable {
         case loading
         /// Its transfer finished with this many body bytes.
         case transferred(bytes: Int)
+        /// Its transfer failed (its slot is free from here); ``delivered(success:)``
+        /// with `false` follows.
+        case transferFailed
         /// Its body is being decoded.
         case decoding
         /// Its outcome was delivered (notification and action).

@@ -67,6 +67,7 @@ extension AsyncImageLoader {
                 state.awaitingDecoder.append(job)
                 self.startDecodes(&state, &effects)
             case .failure(let error):
+                self.report(.transferFailed, job.orderedRequests, &state, &effects)
                 state.logger.info(
                     "transfer failed: \(error)", metadata: ["url": "\(job.url.absoluteString)", "requests": "\(job.requests.count)"])
                 self.finish(job, &state)
