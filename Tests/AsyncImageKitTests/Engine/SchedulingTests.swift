@@ -28,10 +28,12 @@ final class SchedulingTests: XCTestCase {
         h.load(2, target: a)  // a's full image
         h.load(3, target: b)
         h.load(4, target: b)
-        finish(100, h, thenStarted: 2)
-        finish(3, h, thenStarted: 3)
-        finish(4, h, thenStarted: 4)
-        finish(1, h, thenStarted: 5)
+        // Each body is delivered before the next is finished: a full image
+        // that arrived first would rightly supersede its thumbnail.
+        for (n, count) in [(100, 1), (3, 2), (4, 3), (1, 4)] {
+            h.transport.finish(h.url(n))
+            wait(for: [h.log.outcomes(count, self), h.transport.starts(count + 1, self)], timeout: 10)
+        }
         h.transport.finish(h.url(2))
         wait(for: [h.log.outcomes(5, self)], timeout: 10)
         h.drainDeliveries()
@@ -48,7 +50,7 @@ final class SchedulingTests: XCTestCase {
         h.load(3, target: b)
         h.load(5, target: a)  // a touched last: its queue goes first, still in order
         h.transport.isSuspended = false
-        wait(for: [h.log.outcomes(5, self)], timeout: 10)
+        wait(for: [h.transport.starts(5, self)], timeout: 10)
         XCTAssertEqual(h.transport.startedPaths, paths([100, 1, 2, 5, 3]))
     }
 
@@ -75,7 +77,7 @@ final class SchedulingTests: XCTestCase {
         h.load(2, target: cell, priority: .high)
         h.load(3, priority: .normal)  // touched later, but below the cell's high
         h.transport.isSuspended = false
-        wait(for: [h.log.outcomes(4, self)], timeout: 10)
+        wait(for: [h.transport.starts(4, self)], timeout: 10)
         XCTAssertEqual(h.transport.startedPaths, paths([100, 1, 2, 3]))
     }
 
