@@ -5,6 +5,7 @@ import Foundation
 ///     swift build -c release --product asyncimage-bench
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
+///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench resize | cache
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
@@ -12,6 +13,12 @@ import Foundation
 /// HTTP, at several concurrency levels, full size and display size, each run
 /// in a child process so peak memory is its own; plus memory-cache hits.
 /// (`serve` and `run-one` are the child processes `loader` starts.)
+/// `scale`: the loader's cost per call against the number of pending requests
+/// (N = 1k to 1M, queued behind a transfer the loopback server holds): enqueue,
+/// `url(for:)`, cancelling by URL, target and action, on one target or N; ns
+/// per call, the largest N against the smallest (goal: at most 2x), and memory
+/// per pending request. A phase over `--max-seconds` (default 60) is reported
+/// "over time". Sizes may be written 10k, 1M.
 
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {
@@ -21,6 +28,8 @@ case "loader":
     try runLoaderBenchmark(Array(arguments.dropFirst()))
 case "cache":
     runCacheBenchmark()
+case "scale":
+    try runScaleBenchmark(parseScaleOptions(arguments.dropFirst()))
 case "resize":
     runResizeBenchmark(seconds: parseOptions(arguments.dropFirst()).seconds)
 case "serve":
@@ -28,6 +37,6 @@ case "serve":
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }
