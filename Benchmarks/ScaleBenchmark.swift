@@ -16,7 +16,7 @@ import LoopbackHTTP
 // 2. look up the most recent URL of a target, a few thousand times:
 //    `url(for:)`, `url(for:action:)`;
 // 3. cancel the requests, in a fixed shuffled order, in slices:
-//    N/2 by URL and target, N/4 by URL, the last N/4 by target (shape
+//    N/2 by URL and target, N/8 by URL, N/8 through the handle, the last N/4 by target (shape
 //    `many`: half of those by target and action, half by target; shape
 //    `one`: one `cancelLoadingImages(target:)` call, reported per request
 //    it cancelled).
@@ -186,9 +186,9 @@ final class ScaleRun {
     /// A fixed shuffle of `0..<count`: the order lookups and cancels visit requests in,
     /// so that no phase walks the requests in the order they were enqueued.
     let order: [Int]
-    // TODO(ImageTask): once `loadImage` returns an `ImageTask`, keep them here,
-    //     var handles: [ImageTask] = []
-    // (filled by the enqueue in `runScaleCase`) for the handle phases in `phases()`.
+    /// The enqueue's handles, for the phases that use them (their ~50 bytes
+    /// each are counted in the memory per pending request).
+    var handles: [ImageTask] = []
 
     init(count: Int, shape: ScaleShape, loader: AsyncImageLoader, requests: [ImageRequest]) {
         self.count = count
@@ -219,26 +219,25 @@ final class ScaleRun {
             return Array(order[next..<next + share])
         }
         let byURLAndTarget = take(count / 2)
-        let byURL = take(count / 4)
-        // TODO(ImageTask): the "cancel through the handle" phase: with the
-        // handles kept (see `handles` above), take its slice here,
-        //     let byHandle = take(count / 8)
-        // and add it after `cancelLoading(url:)` below:
-        //     ScalePhase(name: "ImageTask.cancel()", calls: byHandle.count) { self.handles[byHandle[$0]].cancel() },
+        let byURL = take(count / 8)
+        let byHandle = take(count / 8)
         let rest = Array(order[next...])
         var phases = [
             ScalePhase(name: "url(for:)", calls: lookups.count) { _ = loader.url(for: self.target(lookups[$0])) },
             ScalePhase(name: "url(for:action:)", calls: lookups.count) {
                 _ = loader.url(for: self.target(lookups[$0]), action: action)
             },
-            // TODO(ImageTask): the "priority change" phase goes here (it cancels nothing):
-            //     ScalePhase(name: "ImageTask.priority", calls: lookups.count) { self.handles[lookups[$0]].priority = ... },
+            ScalePhase(name: "ImageTask.priority (re-rank)", calls: lookups.count) {
+                let task = self.handles[lookups[$0]]
+                task.priority = task.priority == .high ? .low : .high
+            },
             ScalePhase(name: "cancelLoading(url:target:)", calls: byURLAndTarget.count) {
                 loader.cancelLoading(url: requests[byURLAndTarget[$0]].url, target: self.target(byURLAndTarget[$0]))
             },
             ScalePhase(name: "cancelLoading(url:)", calls: byURL.count) {
                 loader.cancelLoading(url: requests[byURL[$0]].url)
             },
+            ScalePhase(name: "ImageTask.cancel()", calls: byHandle.count) { self.handles[byHandle[$0]].cancel() },
         ]
         switch shape {
         case .one:
@@ -399,12 +398,10 @@ func runScaleCase(
         }
 
         // Enqueue.
+        run.handles.reserveCapacity(count)
         let before = MemorySnapshot.takeAfterTrimming()
         let enqueue = timeCalls(count, limit: limit) {
-            // TODO(ImageTask): keep the handle for the phases that use it
-            // (`run.handles.reserveCapacity(count)` before the timing):
-            //     run.handles.append(loader.loadImage(...))
-            loader.loadImage(requests[$0], target: run.target($0), success: run.action)
+            run.handles.append(loader.loadImage(requests[$0], target: run.target($0), success: run.action))
         }
         let after = MemorySnapshot.take()
         guard enqueue.done == count else {
@@ -420,10 +417,12 @@ func runScaleCase(
             result.rows.append((scaleRSSRow, .value(Double(end - start) / Double(count))))
         }
         let activity = loader.activity
-        if activity.queued != count || activity.pendingRequests != count + 1 || server.requestCount != 1 {
+        // Queued lanes: one for all of shape one (one target and action), one per request for shape many.
+        let lanes = shape == .one ? 1 : count
+        if activity.queued != lanes || activity.pendingRequests != count + 1 || server.requestCount != 1 {
             result.notes.append(
-                "after the enqueue \(activity.queued) jobs were queued and \(activity.pendingRequests) requests pending"
-                    + " (expected \(count) and \(count + 1)), \(server.requestCount) requests reached the server (expected 1)")
+                "after the enqueue \(activity.queued) lanes were queued and \(activity.pendingRequests) requests pending"
+                    + " (expected \(lanes) and \(count + 1)), \(server.requestCount) requests reached the server (expected 1)")
         }
         progress("enqueued in \(scaleSeconds(enqueue.seconds)) s, \(activity.queued) queued")
 
@@ -497,7 +496,7 @@ func runScaleBenchmark(_ options: ScaleOptions) throws {
         Scale: the loader's cost per operation against the number of pending requests.
         concurrentLoads 1, its only slot held by a request the loopback server answers at the end,
         so all N requests stay queued; distinct URLs; no cache. Cancels visit requests in a fixed
-        shuffled order: N/2 by URL and target, N/4 by URL, the last N/4 by target (shape many:
+        shuffled order: N/2 by URL and target, N/8 by URL, N/8 through the handle, the last N/4 by target (shape many:
         half with the action). Lookups: \(scaleLookups) calls. Times in ns per call; memory: after minus
         before the enqueue, per request. Each size runs up to \(scaleMaxRuns) times while its runs take under
         \(scaleSeconds(scaleRunSeconds)) s, and each figure is the median of its runs. Limit per phase: \(scaleSeconds(options.maxSeconds)) s.

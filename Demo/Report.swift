@@ -25,6 +25,26 @@ struct Report: Codable {
         var scrollStoppedAt: Double
         var megabytesPerSecond: Double
         var peakTransfersInFlight: Int
+        /// Cell visits whose thumbnail and full transfers both started, and
+        /// of those, how many started the thumbnail first (per-target order).
+        var pairsBothStarted: Int
+        var thumbnailStartedFirst: Int
+        /// Cell visits whose thumbnail and full image were both delivered,
+        /// and of those, how many delivered the thumbnail first.
+        var pairsBothDelivered: Int
+        var thumbnailDeliveredFirst: Int
+    }
+
+    /// The thumbnail-then-full pairs of the run: a cell's thumbnail request
+    /// and the full request made right after it for the same item.
+    static func pairs(_ requests: [Recorder.Request]) -> [(thumbnail: Recorder.Request, full: Recorder.Request)] {
+        let byID = Dictionary(requests.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return requests.compactMap { full in
+            guard full.role == "full", let thumbnail = byID[full.id - 1], thumbnail.role == "thumbnail",
+                thumbnail.cell == full.cell, thumbnail.item == full.item
+            else { return nil }
+            return (thumbnail, full)
+        }
     }
 
     struct Cell: Codable {
@@ -47,6 +67,9 @@ struct Report: Codable {
         activity: LoaderActivity, screen: Screen, scrollStopped: Double, finished: Double, files: [String]
     ) -> Report {
         let s = recorder.snapshot
+        let pairs = pairs(requests)
+        let started = pairs.filter { $0.thumbnail.loading != nil && $0.full.loading != nil }
+        let delivered = pairs.filter { ["loaded", "cache"].contains($0.thumbnail.outcome) && ["loaded", "cache"].contains($0.full.outcome) }
         let cells = screen.ordered.enumerated().map { position, entry -> Cell in
             let state: String
             var error: String?
@@ -71,7 +94,11 @@ struct Report: Codable {
                 requests: requests.count, loaded: s.loaded, failed: s.failed, cancelled: s.cancelled,
                 cacheHits: s.cacheHits, bytes: s.bytes, seconds: finished, scrollStoppedAt: scrollStopped,
                 megabytesPerSecond: Double(s.bytes) / 1_000_000 / max(0.001, finished),
-                peakTransfersInFlight: activity.peakInFlight),
+                peakTransfersInFlight: activity.peakInFlight,
+                pairsBothStarted: started.count,
+                thumbnailStartedFirst: started.count { $0.thumbnail.loading! <= $0.full.loading! },
+                pairsBothDelivered: delivered.count,
+                thumbnailDeliveredFirst: delivered.count { $0.thumbnail.finished! <= $0.full.finished! }),
             screen: cells, files: files, requests: requests)
     }
 
@@ -92,6 +119,10 @@ struct Report: Codable {
         let described = states.keys.sorted().map { "\(states[$0]!) \($0)" }.joined(separator: ", ")
         print("  final screen: \(report.screen.count) cells: \(described)")
         print(String(format: "  the scroll stopped at %.2f s; the last picture arrived at %.2f s", s.scrollStoppedAt, s.seconds))
+        print(
+            "  thumbnail then full: \(s.thumbnailStartedFirst) of \(s.pairsBothStarted) cells that started both"
+                + " started the thumbnail first; \(s.thumbnailDeliveredFirst) of \(s.pairsBothDelivered) that got both"
+                + " got the thumbnail first")
         print("")
         for file in report.files { print("  wrote \(file)") }
     }

@@ -37,7 +37,7 @@ enum EncodedBytes {
         guard status == 0, let bytes = result.data else {
             var message = result.message
             let text = withUnsafeBytes(of: &message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            throw .decoding(DecodingFailure(format: format, stage: .pixels, reason: "encoding failed: \(text)"), url: nil)
+            throw .encoding(format, reason: text.isEmpty ? "the encoder failed" : text)
         }
         return Data(bytesNoCopy: bytes, count: result.size, deallocator: .free)
     }

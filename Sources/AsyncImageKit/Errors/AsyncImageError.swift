@@ -25,11 +25,14 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     case transport(URL, code: Int, message: String)
     /// The data could not be decoded into an image.
     case decoding(DecodingFailure, url: URL?)
+    /// An image could not be encoded (``PNGEncoder``, ``JPEGEncoder``): the
+    /// format and the codec library's words.
+    case encoding(ImageFormat, reason: String)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
         switch self {
-        case .invalidURL: return nil
+        case .invalidURL, .encoding: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
             .fileNotFound(let url), .transport(let url, _, _):
@@ -68,6 +71,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
         case .decoding(let failure, let url):
             if let url { return "\(failure) (\(url.absoluteString))" }
             return failure.description
+        case .encoding(let format, let reason):
+            return "\(format) encoding failed: \(reason)"
         }
     }
 }

@@ -109,7 +109,8 @@ public final class AsyncImageLoader: Sendable {
     /// them cancelled, silently, and stops their transfers, which would
     /// otherwise run on with nobody to finish them.
     deinit {
-        let (timer, tasks, records) = state.withLock { state -> (DispatchSourceTimer?, [any DataLoadingTask], [LoadRequest]) in
+        let (old, tasks, records) = state.withLock {
+            state -> (LoaderState, [any DataLoadingTask], [LoadRequest]) in
             let tasks = state.holding.values.compactMap { job -> (any DataLoadingTask)? in
                 if case .loading(let task) = job.phase { return task }
                 return nil
@@ -121,14 +122,22 @@ public final class AsyncImageLoader: Sendable {
                 record.lane = nil
                 record.onEnd = nil
             }
+            // A running job's transfer holds the job (its completion does):
+            // abandoned, the cycle is broken.
+            for job in state.jobs.values { job.abandon() }
+            for job in state.holding.values { job.abandon() }
+            // The tables are released after the lock, with `old`.
+            let old = state
             state.byURL = [:]
             state.jobs = [:]
+            state.holding = [:]
             state.targets = TargetLanes()
             state.queue = TransferQueue()
             state.awaitingDecoder = []
-            return (state.sweepTimer, tasks, records)
+            state.sweepTimer = nil
+            return (old, tasks, records)
         }
-        timer?.cancel()
+        old.sweepTimer?.cancel()
         tasks.forEach { $0.cancel() }
         records.forEach { $0.onCancelled?() }
     }

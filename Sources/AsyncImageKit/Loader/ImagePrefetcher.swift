@@ -20,8 +20,16 @@ import Foundation
 public final class ImagePrefetcher: @unchecked Sendable {
     /// The loader it prefetches through.
     public let loader: AsyncImageLoader
+    /// A prefetch under way: its task once made (nil while it is being made),
+    /// and a token that tells it from a later prefetch of the same key.
+    private struct Entry {
+        let token: UInt64
+        var task: ImageTask?
+    }
+
     private let lock = NSLock()
-    private var tasks: [ImageCacheKey: ImageTask] = [:]
+    private var tasks: [ImageCacheKey: Entry] = [:]
+    private var nextToken: UInt64 = 0
     private var currentPriority: ImagePriority
 
     /// Creates a prefetcher for `loader`.
@@ -36,7 +44,7 @@ public final class ImagePrefetcher: @unchecked Sendable {
         set {
             let running = lock.withLock { () -> [ImageTask] in
                 currentPriority = newValue
-                return Array(tasks.values)
+                return tasks.values.compactMap(\.task)
             }
             running.forEach { $0.priority = newValue }
         }
@@ -51,21 +59,28 @@ public final class ImagePrefetcher: @unchecked Sendable {
     public func startPrefetching(with requests: [ImageRequest]) {
         for var request in requests {
             let key = request.cacheKey
-            let started = lock.withLock { () -> Bool in
-                guard tasks[key] == nil else { return false }
+            // The key is claimed before the request is made, so two threads
+            // prefetching it at once make one request.
+            let token = lock.withLock { () -> UInt64? in
+                guard tasks[key] == nil else { return nil }
+                nextToken += 1
+                tasks[key] = Entry(token: nextToken, task: nil)
                 request.priority = currentPriority
-                return true
+                return nextToken
             }
-            guard started else { continue }
+            guard let token else { continue }
             let record = loader.enqueue(
                 request, target: nil, success: nil, failure: nil, isPrefetch: true,
-                onCancelled: { [weak self] in self?.forget(key) },
-                completion: { [weak self] _ in self?.forget(key) })
+                onCancelled: { [weak self] in self?.forget(key, token) },
+                completion: { [weak self] _ in self?.forget(key, token) })
             let task = ImageTask(record, loader: loader)
-            lock.withLock {
-                // Finished already (a cache hit): nothing to keep.
-                if task.state == .running { tasks[key] = task }
+            let stopped = lock.withLock { () -> Bool in
+                // Ended already (a cache hit), or stopped meanwhile: nothing to keep.
+                guard tasks[key]?.token == token else { return true }
+                tasks[key]?.task = task
+                return false
             }
+            if stopped { cancel([task]) }
         }
     }
 
@@ -77,7 +92,7 @@ public final class ImagePrefetcher: @unchecked Sendable {
 
     /// Stops prefetching `requests`.
     public func stopPrefetching(with requests: [ImageRequest]) {
-        let stopped = lock.withLock { requests.compactMap { tasks.removeValue(forKey: $0.cacheKey) } }
+        let stopped = lock.withLock { requests.compactMap { tasks.removeValue(forKey: $0.cacheKey)?.task } }
         cancel(stopped)
     }
 
@@ -85,7 +100,7 @@ public final class ImagePrefetcher: @unchecked Sendable {
     public func stopPrefetching() {
         let stopped = lock.withLock { () -> [ImageTask] in
             defer { tasks = [:] }
-            return Array(tasks.values)
+            return tasks.values.compactMap(\.task)
         }
         cancel(stopped)
     }
@@ -99,11 +114,14 @@ public final class ImagePrefetcher: @unchecked Sendable {
         loader.cancel { _, _ in tasks.map(\.record) }
     }
 
-    private func forget(_ key: ImageCacheKey) {
-        _ = lock.withLock { tasks.removeValue(forKey: key) }
+    /// Forgets the prefetch of `key` made with `token` (not a later one).
+    private func forget(_ key: ImageCacheKey, _ token: UInt64) {
+        lock.withLock {
+            if tasks[key]?.token == token { tasks[key] = nil }
+        }
     }
 
     deinit {
-        cancel(Array(tasks.values))
+        cancel(tasks.values.compactMap(\.task))
     }
 }

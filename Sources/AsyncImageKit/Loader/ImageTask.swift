@@ -24,10 +24,14 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
     let record: LoadRequest
     /// Never written after `init`.
     private weak var loader: AsyncImageLoader?
+    /// The loader's lock, which guards the record: held strongly, so reads
+    /// stay under it even while (and after) the loader is deallocated.
+    private let guarded: Locked<LoaderState>
 
     init(_ record: LoadRequest, loader: AsyncImageLoader) {
         self.record = record
         self.loader = loader
+        self.guarded = loader.state
     }
 
     /// The request, as made (its ``ImageRequest/priority`` is the initial one).
@@ -40,13 +44,13 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
     /// re-ranks it (and a transfer it shares); after that it only affects
     /// which waiting body is decoded first.
     public var priority: ImagePriority {
-        get { loader?.state.withLock { _ in record.priority } ?? record.priority }
+        get { guarded.withLock { _ in record.priority } }
         set { loader?.setPriority(of: record, to: newValue) }
     }
 
     /// Where the request is in its life.
     public var state: State {
-        let current = loader?.state.withLock { _ in record.state } ?? record.state
+        let current = guarded.withLock { _ in record.state }
         switch current {
         case .pending: return .running
         case .delivered: return .completed

@@ -83,11 +83,13 @@ extension ImageDisplaying {
                 guard clearsImage else { return }
                 // On the delivery queue, like every assignment the loader makes:
                 // after a delivery already under way, so its image cannot come
-                // back; skipped if imageURL was set again meanwhile.
+                // back; before any delivery of a URL set after it (the queue
+                // is serial), so a reused cell is cleared even when its next
+                // URL follows at once. Skipped only for a later clear's own.
                 let target = WeakTarget(self)
                 DeliveryQueueMark.run(on: loader.deliveryQueue) {
                     guard let object = target.object as? any ImageDisplaying,
-                        ImageURLRegistry.shared.record(for: object)?.generation == record.generation
+                        ImageURLRegistry.shared.record(for: object)?.clears == record.clears
                     else { return }
                     object.image = nil
                 }

@@ -43,6 +43,8 @@ final class DemoTests: XCTestCase {
             let loaded: Int
             let failed: Int
             let cancelled: Int
+            let pairsBothStarted: Int
+            let thumbnailStartedFirst: Int
         }
         struct Cell: Decodable {
             let state: String
@@ -53,6 +55,10 @@ final class DemoTests: XCTestCase {
             let outcome: String
             let queued: Double?
             let finished: Double?
+            let loading: Double?
+            let role: String?
+            let cell: Int?
+            let item: Int?
         }
         let summary: Summary
         let screen: [Cell]
@@ -86,6 +92,17 @@ final class DemoTests: XCTestCase {
         XCTAssertTrue(report.requests.allSatisfy { ($0.queued ?? -1) >= 0 && ($0.finished ?? -1) >= ($0.queued ?? 0) })
         XCTAssertEqual(report.screen.count, 8)
         XCTAssertTrue(report.screen.allSatisfy { ["loaded", "failed"].contains($0.state) }, "\(report.screen)")
+        // Per-target order: a cell that started both transfers started its thumbnail first.
+        XCTAssertGreaterThan(report.summary.pairsBothStarted, 0)
+        XCTAssertEqual(report.summary.thumbnailStartedFirst, report.summary.pairsBothStarted)
+        // The same count, from the requests themselves: a full request right after its cell's thumbnail.
+        let byID = Dictionary(uniqueKeysWithValues: report.requests.map { ($0.id, $0) })
+        let started = report.requests.filter { full in
+            guard full.role == "full", full.loading != nil, let thumbnail = byID[full.id - 1] else { return false }
+            return thumbnail.role == "thumbnail" && thumbnail.cell == full.cell && thumbnail.item == full.item
+                && thumbnail.loading != nil
+        }
+        XCTAssertEqual(report.summary.pairsBothStarted, started.count)
 
         // 4 columns of 160x120 cells with 8 px gaps and an 18 px label.
         XCTAssertEqual(try pngSize("contact-sheet.png"), PixelSize(width: 4 * 168 + 8, height: 2 * 146 + 8))

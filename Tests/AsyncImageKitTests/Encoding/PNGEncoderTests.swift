@@ -4,6 +4,20 @@ import ImageFixtures
 import XCTest
 
 final class PNGEncoderTests: XCTestCase {
+    /// An encode that fails says so, not "decoding": libjpeg refuses
+    /// images wider than 65,500 pixels.
+    func testAnEncodingFailureNamesEncoding() {
+        let wide = SyntheticImage.solid(width: 70_000, height: 1, color: RGBA(r: 1, g: 2, b: 3))
+        XCTAssertThrowsError(try JPEGEncoder().encode(wide)) { error in
+            guard case .encoding(let format, let reason) = error as? AsyncImageError else {
+                return XCTFail("expected .encoding, got \(error)")
+            }
+            XCTAssertEqual(format, .jpeg)
+            XCTAssertFalse(reason.isEmpty)
+            XCTAssertTrue("\(error)".hasPrefix("jpeg encoding failed: "), "\(error)")
+        }
+    }
+
     func testRoundTripIsExactIncludingAlpha() throws {
         let original = SyntheticImage.alphaRamp(width: 97, height: 31)
         let png = try PNGEncoder().encode(original)

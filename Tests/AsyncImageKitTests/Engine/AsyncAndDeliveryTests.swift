@@ -162,6 +162,12 @@ final class LogRecorder: @unchecked Sendable {
     private var recorded: [Message] = []
     /// Signalled at the first message.
     let firstMessage = DispatchSemaphore(value: 0)
+    /// Runs for every message, on the thread that logs.
+    var onLog: (@Sendable (Message) -> Void)? {
+        get { lock.withLock { hook } }
+        set { lock.withLock { hook = newValue } }
+    }
+    private var hook: (@Sendable (Message) -> Void)?
     let level: Logger.Level
 
     init(level: Logger.Level = .info) { self.level = level }
@@ -175,10 +181,11 @@ final class LogRecorder: @unchecked Sendable {
     }
 
     fileprivate func record(_ message: Message) {
-        let first = lock.withLock { () -> Bool in
+        let (first, hook) = lock.withLock { () -> (Bool, (@Sendable (Message) -> Void)?) in
             recorded.append(message)
-            return recorded.count == 1
+            return (recorded.count == 1, self.hook)
         }
+        hook?(message)
         if first { firstMessage.signal() }
     }
 

@@ -12,7 +12,9 @@ final class FakeDataLoader: DataLoading, @unchecked Sendable {
     private final class Transfer: DataLoadingTask, @unchecked Sendable {
         let url: URL
         let owner: FakeDataLoader
-        let completion: @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+        /// Dropped once used; kept after a cancel, as libcurl's transfers
+        /// keep theirs (so a loader that held on to a cancelled task would leak).
+        var completion: (@Sendable (Result<DataResponse, AsyncImageError>) -> Void)?
         /// Guarded by the owner's lock.
         var done = false
         var cancelled = false
@@ -28,7 +30,14 @@ final class FakeDataLoader: DataLoading, @unchecked Sendable {
 
     private let lock = NSLock()
     private var suspended = true
-    private var transfers: [Transfer] = []
+    /// Held weakly, as libcurl's loop lets go of a transfer once it ended:
+    /// what keeps a transfer alive is the task the loader holds.
+    private struct WeakTransfer {
+        weak var transfer: Transfer?
+    }
+
+    private var weakTransfers: [WeakTransfer] = []
+    private var transfers: [Transfer] { weakTransfers.compactMap(\.transfer) }
     private var started: [String] = []
     private var cancelledPaths: [String] = []
     private var waiters: [(count: Int, expectation: XCTestExpectation)] = []
@@ -83,7 +92,7 @@ final class FakeDataLoader: DataLoading, @unchecked Sendable {
     ) -> any DataLoadingTask {
         let transfer = Transfer(url: url, owner: self, completion: completion)
         let (runNow, ready) = lock.withLock { () -> (Bool, [XCTestExpectation]) in
-            transfers.append(transfer)
+            weakTransfers.append(WeakTransfer(transfer: transfer))
             started.append(url.path)
             let ready = waiters.filter { $0.count <= started.count }.map(\.expectation)
             waiters.removeAll { $0.count <= started.count }
@@ -95,16 +104,17 @@ final class FakeDataLoader: DataLoading, @unchecked Sendable {
     }
 
     private func complete(_ transfer: Transfer) {
-        let failure = lock.withLock { () -> AsyncImageError?? in
-            guard !transfer.done else { return .none }
+        let taken = lock.withLock { () -> (AsyncImageError?, @Sendable (Result<DataResponse, AsyncImageError>) -> Void)? in
+            guard !transfer.done, let completion = transfer.completion else { return nil }
             transfer.done = true
-            return .some(failures[transfer.url.path])
+            transfer.completion = nil
+            return (failures[transfer.url.path], completion)
         }
-        guard case .some(let error) = failure else { return }
+        guard let (error, completion) = taken else { return }
         let url = transfer.url
         queue.async {
-            if let error { return transfer.completion(.failure(error)) }
-            transfer.completion(.success(Self.response(for: url)))
+            if let error { return completion(.failure(error)) }
+            completion(.success(Self.response(for: url)))
         }
     }
 

@@ -19,15 +19,11 @@ extension AsyncImageLoader {
             guard case .awaitingDecoder(let data) = job.phase else { continue }
             state.inFlight -= 1
             state.holding[ObjectIdentifier(job)] = nil
-            if job.isPrefetchTransfer {
-                job.isPrefetchTransfer = false
-                state.prefetchInFlight -= 1
-            }
             state.decoding += 1
             guard let next = job.nextDecode() else {
                 job.phase = .decoding(data, key: nil)
                 state.decoding -= 1
-                finish(job, &state)
+                finish(job, &state, &effects)
                 continue
             }
             job.phase = .decoding(data, key: next.key)
@@ -77,15 +73,17 @@ extension AsyncImageLoader {
                 }
                 if let next = job.nextDecode() {
                     if next.key == key {
-                        state.logger.debug(
-                            "decoding \(url.absoluteString) again with a higher pixel limit (\(next.options.maxPixels))")
+                        let (logger, limit) = (state.logger, next.options.maxPixels)
+                        effects.append {
+                            logger.debug("decoding \(url.absoluteString) again with a higher pixel limit (\(limit))")
+                        }
                     }
                     job.phase = .decoding(data, key: next.key)
                     self.report(.decoding, job.requests(for: next.key), &state, &effects)
                     return next
                 }
                 state.decoding -= 1
-                self.finish(job, &state)
+                self.finish(job, &state, &effects)
                 self.startDecodes(&state, &effects)
                 self.pump(&state, &effects)
                 return nil

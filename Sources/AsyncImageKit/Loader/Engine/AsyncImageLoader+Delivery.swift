@@ -71,11 +71,13 @@ extension AsyncImageLoader {
             return (target, self.notification(for: record, outcome, cache, target: target, &state))
         }
         guard let ready else { return }
-        ready.post()
-        let url = record.request.url
-        switch outcome {
-        case .success(let image): record.success?.handler(ready.target, image, url)
-        case .failure(let error): record.failure?.handler(ready.target, error, url)
+        DeliveryDepth.inside {
+            ready.post()
+            let url = record.request.url
+            switch outcome {
+            case .success(let image): record.success?.handler(ready.target, image, url)
+            case .failure(let error): record.failure?.handler(ready.target, error, url)
+            }
         }
         withExtendedLifetime(ready) {}
     }

@@ -17,7 +17,9 @@ extension AsyncImageLoader {
         let record = LoadRequest(
             request: request, target: target, success: success, failure: failure, cache: cache,
             isPrefetch: isPrefetch, onCancelled: onCancelled, completion: completion)
-        let inline = hit != nil && completion == nil && DeliveryQueueMark.isCurrent(deliveryQueue)
+        // Inline only outside other deliveries (see `DeliveryDepth`).
+        let inline =
+            hit != nil && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)
         mutate { state, effects in
             self.add(record, object: target, hit: hit, inline: inline, &state, &effects)
             self.pump(&state, &effects)
@@ -37,8 +39,14 @@ extension AsyncImageLoader {
         state.pendingCount += 1
         state.nextStamp += 1
         let (lane, stale) = state.targets.lane(for: record, object: object, stamp: state.nextStamp, &effects.keep)
-        // Requests of a dead object whose address this target now has.
-        for old in stale { cancelRecord(old, &state, &effects) }
+        defer {
+            // Requests of a dead object whose address this target now has:
+            // cancelled after this one joined, so a transfer they share with
+            // it (a recycled cell asking again) goes on.
+            for old in stale { cancelRecord(old, &state, &effects) }
+            // Touched: its LIFO rank is now.
+            state.queue.refile(lane)
+        }
         if let hit {
             report(.cacheHit, [record], &state, &effects)
             scheduleDelivery(record, Self.checked(hit, for: record), cache: record.cache, inline: inline, &state, &effects)
@@ -57,14 +65,11 @@ extension AsyncImageLoader {
         switch job.phase {
         case .queued:
             lane.enterQueue(record.priority)
-            state.queue.refile(lane)
         case .loading:
             report(.loading, [record], &state, &effects)
-            if !record.isPrefetch { promote(job, &state) }
         case .awaitingDecoder(let data):
             report(.loading, [record], &state, &effects)
             report(.transferred(bytes: data.count), [record], &state, &effects)
-            if !record.isPrefetch { promote(job, &state) }
         case .decoding(let data, let key):
             report(.loading, [record], &state, &effects)
             report(.transferred(bytes: data.count), [record], &state, &effects)
@@ -73,13 +78,6 @@ extension AsyncImageLoader {
         case .finished:
             break  // not reachable: a finished job has left `jobs`
         }
-    }
-
-    /// A prefetch transfer that a visible request joined stops counting against the prefetch cap.
-    func promote(_ job: LoadJob, _ state: inout LoaderState) {
-        guard job.isPrefetchTransfer else { return }
-        job.isPrefetchTransfer = false
-        state.prefetchInFlight -= 1
     }
 
     /// Re-ranks a request (and its lane) while it waits.
@@ -99,9 +97,10 @@ extension AsyncImageLoader {
 
     /// Forgets a request that ended (delivered or cancelled) in the indexes.
     func removePending(_ record: LoadRequest, wasQueued: Bool, _ state: inout LoaderState, _ effects: inout Effects) {
-        if var forURL = state.byURL[record.urlKey] {
-            forURL[record.id] = nil
-            state.byURL[record.urlKey] = forURL.isEmpty ? nil : forURL
+        // In place (a copy of the inner table would be copied on write).
+        let key = record.urlKey
+        if state.byURL[key]?.removeValue(forKey: record.id) != nil, state.byURL[key]?.isEmpty == true {
+            state.byURL[key] = nil
         }
         state.pendingCount -= 1
         if let lane = record.lane {
@@ -131,15 +130,15 @@ extension AsyncImageLoader {
         guard job.requests.isEmpty else { return }
         switch job.phase {
         case .queued:
-            finish(job, &state)
+            finish(job, &state, &effects)
         case .loading(let task):
-            state.logger.debug(
-                "cancelling the transfer of \(job.url.absoluteString): no request needs it any more")
+            let (logger, url) = (state.logger, job.url.absoluteString)
+            effects.append { logger.debug("cancelling the transfer of \(url): no request needs it any more") }
             // If the transfer's handler was already claimed, transferFinished frees the slot.
-            if task.cancel() { finish(job, &state) }
+            if task.cancel() { finish(job, &state, &effects) }
         case .awaitingDecoder:
             state.awaitingDecoder.removeAll { $0 === job }
-            finish(job, &state)
+            finish(job, &state, &effects)
         case .decoding, .finished:
             break  // the decode finishes and its image is cached; nobody is told
         }

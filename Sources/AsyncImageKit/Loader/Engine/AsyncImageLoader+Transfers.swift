@@ -39,10 +39,6 @@ extension AsyncImageLoader {
         state.inFlight += 1
         state.peakInFlight = max(state.peakInFlight, state.inFlight)
         state.holding[ObjectIdentifier(job)] = job
-        if !job.hasVisibleRequest {
-            job.isPrefetchTransfer = true
-            state.prefetchInFlight += 1
-        }
         // `loadData` never calls back from inside itself (see `DataLoading`).
         let task = dataLoader.loadData(from: job.url, timeout: state.loadingTimeout) { [weak self] result in
             self?.transferFinished(job, result)
@@ -56,7 +52,7 @@ extension AsyncImageLoader {
         mutate { state, effects in
             guard case .loading = job.phase else { return }  // the loader was let go meanwhile
             guard !job.requests.isEmpty else {
-                self.finish(job, &state)
+                self.finish(job, &state, &effects)
                 self.pump(&state, &effects)
                 return
             }
@@ -68,27 +64,27 @@ extension AsyncImageLoader {
                 self.startDecodes(&state, &effects)
             case .failure(let error):
                 self.report(.transferFailed, job.orderedRequests, &state, &effects)
-                state.logger.info(
-                    "transfer failed: \(error)", metadata: ["url": "\(job.url.absoluteString)", "requests": "\(job.requests.count)"])
-                self.finish(job, &state)
+                let (logger, url, count) = (state.logger, job.url.absoluteString, job.requests.count)
+                effects.append { logger.info("transfer failed: \(error)", metadata: ["url": "\(url)", "requests": "\(count)"]) }
+                self.finish(job, &state, &effects)
                 self.deliverAll(job, .failure(error), &state, &effects)
             }
             self.pump(&state, &effects)
         }
     }
 
-    /// Releases a job's slot (if it held one) and forgets it.
-    func finish(_ job: LoadJob, _ state: inout LoaderState) {
+    /// Releases a job's slot (if it held one) and forgets it. The job, and
+    /// what its phase held (a transfer task, a body), are released after the lock.
+    func finish(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         switch job.phase {
         case .loading, .awaitingDecoder:
             state.inFlight -= 1
             state.holding[ObjectIdentifier(job)] = nil
-            if job.isPrefetchTransfer {
-                job.isPrefetchTransfer = false
-                state.prefetchInFlight -= 1
-            }
         case .queued, .decoding, .finished: break
         }
+        let phase = job.phase
+        effects.append { withExtendedLifetime(phase) {} }
+        effects.keep.park(job)
         job.phase = .finished
         if state.jobs[job.key] === job { state.jobs[job.key] = nil }
     }

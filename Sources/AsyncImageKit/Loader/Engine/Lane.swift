@@ -18,8 +18,9 @@ final class Lane {
     let isPrefetch: Bool
     /// When a request was last added: the LIFO order across lanes.
     private(set) var stamp: UInt64
-    /// Where the queue has filed the lane (priority level and stamp); nil when not filed.
-    var filed: (level: Int, stamp: UInt64)?
+    /// Where the queue has filed the lane (priority level and stamp) and the
+    /// serial of that filing (its one live heap entry); nil when not filed.
+    var filed: (level: Int, stamp: UInt64, serial: UInt64)?
 
     /// Requests in the order set; those before `front` have ended, later ones may have.
     private var items: [LoadRequest] = []

@@ -35,9 +35,9 @@ final class LoadJob: @unchecked Sendable {
     /// Requests waiting for this job's body, by id.
     private(set) var requests: [UInt64: LoadRequest] = [:]
     var phase = Phase.queued
-    /// Started only for prefetch requests (counted against the prefetch cap
-    /// until a visible request joins).
-    var isPrefetchTransfer = false
+    /// Its requests that are not prefetches: none, and a transfer it holds
+    /// counts against the prefetch cap.
+    private(set) var visibleCount = 0
 
     init(url: URL) {
         self.url = url
@@ -48,6 +48,7 @@ final class LoadJob: @unchecked Sendable {
     func join(_ record: LoadRequest) {
         requests[record.id] = record
         record.job = self
+        if !record.isPrefetch { visibleCount += 1 }
         guard let cache = record.cache else { return }
         let key = record.request.cacheKey
         if caches[key]?.contains(where: { $0 === cache }) != true { caches[key, default: []].append(cache) }
@@ -55,8 +56,17 @@ final class LoadJob: @unchecked Sendable {
 
     /// Removes a request (delivered or cancelled).
     func leave(_ record: LoadRequest) {
-        requests[record.id] = nil
+        guard requests.removeValue(forKey: record.id) != nil else { return }
+        if !record.isPrefetch { visibleCount -= 1 }
         if record.job === self { record.job = nil }
+    }
+
+    /// Lets go of everything (the loader's `deinit`): the phase holds the
+    /// transfer, whose completion holds the job.
+    func abandon() {
+        requests = [:]
+        caches = [:]
+        phase = .finished
     }
 
     var isQueued: Bool {
@@ -70,7 +80,7 @@ final class LoadJob: @unchecked Sendable {
     }
 
     /// Whether any of its requests is not a prefetch.
-    var hasVisibleRequest: Bool { requests.values.contains { !$0.isPrefetch } }
+    var hasVisibleRequest: Bool { visibleCount > 0 }
 
     /// The requests for `key`, oldest first.
     func requests(for key: ImageCacheKey) -> [LoadRequest] {

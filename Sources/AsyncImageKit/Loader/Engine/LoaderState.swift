@@ -35,8 +35,8 @@ struct LoaderState {
     /// The jobs holding a slot (loading, or a body waiting for a decoder).
     var holding: [ObjectIdentifier: LoadJob] = [:]
     var peakInFlight = 0
-    /// Transfers in flight started for prefetch requests only.
-    var prefetchInFlight = 0
+    /// Slots held for prefetch requests only (at most `concurrentLoads` jobs to look at).
+    var prefetchInFlight: Int { holding.values.count { !$0.hasVisibleRequest } }
 
     // Decoding.
     /// Jobs whose body waits for a decoder (each still holds a transfer slot).

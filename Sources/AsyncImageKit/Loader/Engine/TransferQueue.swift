@@ -11,6 +11,9 @@
 struct TransferQueue {
     private struct Entry {
         let stamp: UInt64
+        /// Which filing of the lane made it: only the latest one's entry is
+        /// live (a lane filed at a rank it had before has an old entry there too).
+        let serial: UInt64
         let lane: Lane
     }
 
@@ -23,8 +26,7 @@ struct TransferQueue {
         var entries = 0
 
         static func isLive(_ entry: Entry, level: Int) -> Bool {
-            guard let filed = entry.lane.filed else { return false }
-            return filed.level == level && filed.stamp == entry.stamp
+            entry.lane.filed?.serial == entry.serial
         }
 
         /// The best live entry, stale tops dropped on the way.
@@ -51,9 +53,12 @@ struct TransferQueue {
 
     private var visible = Levels()
     private var prefetch = Levels()
+    private var filings: UInt64 = 0
 
     /// Lanes waiting.
     var count: Int { visible.filed + prefetch.filed }
+    /// Heap entries, stale ones included (tests).
+    var entryCount: Int { visible.entries + prefetch.entries }
     /// Whether a lane of visible (not prefetch) requests waits.
     var hasVisible: Bool { visible.filed > 0 }
 
@@ -61,16 +66,20 @@ struct TransferQueue {
     /// queued. Call after anything that changes its queued requests.
     mutating func refile(_ lane: Lane) {
         let wanted = lane.level.map { (level: $0, stamp: lane.stamp) }
-        if let filed = lane.filed, let wanted, filed == wanted { return }
-        lane.isPrefetch ? Self.refile(lane, wanted, &prefetch) : Self.refile(lane, wanted, &visible)
+        if let filed = lane.filed, let wanted, filed.level == wanted.level, filed.stamp == wanted.stamp { return }
+        filings += 1
+        lane.isPrefetch
+            ? Self.refile(lane, wanted, serial: filings, &prefetch) : Self.refile(lane, wanted, serial: filings, &visible)
     }
 
-    private static func refile(_ lane: Lane, _ wanted: (level: Int, stamp: UInt64)?, _ levels: inout Levels) {
+    private static func refile(
+        _ lane: Lane, _ wanted: (level: Int, stamp: UInt64)?, serial: UInt64, _ levels: inout Levels
+    ) {
         if lane.filed == nil, wanted != nil { levels.filed += 1 }
         if lane.filed != nil, wanted == nil { levels.filed -= 1 }
-        lane.filed = wanted
+        lane.filed = wanted.map { ($0.level, $0.stamp, serial) }
         if let wanted {
-            levels.heaps[wanted.level].push(Entry(stamp: wanted.stamp, lane: lane))
+            levels.heaps[wanted.level].push(Entry(stamp: wanted.stamp, serial: serial, lane: lane))
             levels.entries += 1
         }
         levels.sweepIfStale()
