@@ -168,6 +168,7 @@ let scaleEnqueueRow = "loadImage (enqueue)"
 let scaleMallocRow = "malloc in use, bytes per request"
 let scaleRSSRow = "RSS, bytes per request"
 let scaleRunsRow = "runs (figures are their medians)"
+let scaleYardstickRow = "yardstick: Dictionary remove of N objects"
 /// How many `url(for:)` calls a lookup phase makes, whatever N.
 let scaleLookups = 4_000
 /// Each size runs again while its runs so far took under `scaleRunSeconds`, at most `scaleMaxRuns` times.
@@ -458,8 +459,17 @@ func runScaleCase(
         }
         if complete, end.pendingRequests != 1 || end.queued != 0 {
             result.notes.append(
-                "after the cancels \(end.pendingRequests) requests were pending and \(end.queued) jobs queued (expected 1 and 0)")
+                "after the cancels \(end.pendingRequests) requests were pending and \(end.queued) lanes queued (expected 1 and 0)")
         }
+        // A yardstick from the same run: removing N objects (allocated one by
+        // one, like requests) from a plain Dictionary, in the same shuffled
+        // order. Its growth from 1k to 1M is the memory hierarchy's (1k
+        // objects fit in the caches, 1M do not), not an algorithm's.
+        let objects = (0..<count).map { _ in ScaleTarget() }
+        var table = Dictionary(uniqueKeysWithValues: objects.map { (ObjectIdentifier($0), $0) })
+        let order = run.order
+        let yardstick = timeCalls(count, limit: limit) { table.removeValue(forKey: ObjectIdentifier(objects[order[$0]])) }
+        result.rows.append((scaleYardstickRow, .value(yardstick.seconds * 1e9 / Double(max(1, yardstick.done)))))
     }
     measure()
     // Deliveries scheduled by the loader's teardown (none are expected) finish first.
