@@ -109,18 +109,19 @@ public final class AsyncImageLoader: Sendable {
     /// them cancelled, silently, and stops their transfers, which would
     /// otherwise run on with nobody to finish them.
     deinit {
-        let (old, tasks, records) = state.withLock {
-            state -> (LoaderState, [any DataLoadingTask], [LoadRequest]) in
+        let (old, tasks, callbacks) = state.withLock {
+            state -> (LoaderState, [any DataLoadingTask], [LoadRequest.Callbacks]) in
             let tasks = state.holding.values.compactMap { job -> (any DataLoadingTask)? in
                 if case .loading(let task) = job.phase { return task }
                 return nil
             }
             let records = state.byURL.values.flatMap(\.values)
-            for record in records {
+            let callbacks = records.map { record in
                 record.state = .cancelled
                 record.job = nil
                 record.lane = nil
                 record.onEnd = nil
+                return record.takeCallbacks()
             }
             // A running job's transfer holds the job (its completion does):
             // abandoned, the cycle is broken.
@@ -135,11 +136,11 @@ public final class AsyncImageLoader: Sendable {
             state.queue = TransferQueue()
             state.awaitingDecoder = []
             state.sweepTimer = nil
-            return (old, tasks, records)
+            return (old, tasks, callbacks)
         }
         old.sweepTimer?.cancel()
         tasks.forEach { $0.cancel() }
-        records.forEach { $0.onCancelled?() }
+        callbacks.forEach { $0.onCancelled?() }
     }
 }
 

@@ -147,3 +147,41 @@ final class EngineEdgeCaseTests: XCTestCase {
         XCTAssertEqual(h.loader.activity.pendingRequests, 1)
     }
 }
+
+extension EngineEdgeCaseTests {
+    /// A handle kept by its caller does not keep the request's actions (and
+    /// what they capture) alive once the request ended, delivered or cancelled.
+    func testAKeptHandleLetsGoOfTheActions() {
+        let h = FakeHarness()
+        let delivered = expectation(description: "1 delivered")
+        h.loader.eventMonitor = { event in
+            if case .delivered = event.kind, event.url.path == "/img/1.png" { delivered.fulfill() }
+        }
+        h.transport.isSuspended = false
+        final class Owner: Sendable {}
+        weak var deliveredOwner: Owner?
+        weak var cancelledOwner: Owner?
+        var tasks: [ImageTask] = []
+        do {
+            let owner = Owner()
+            deliveredOwner = owner
+            tasks.append(h.loader.loadImage(ImageRequest(url: h.url(1)), success: ImageAction("keep") { _, _, _ in
+                withExtendedLifetime(owner) {}
+            }))
+        }
+        h.transport.isSuspended = true
+        do {
+            let owner = Owner()
+            cancelledOwner = owner
+            tasks.append(h.loader.loadImage(ImageRequest(url: h.url(2)), success: ImageAction("keep") { _, _, _ in
+                withExtendedLifetime(owner) {}
+            }))
+        }
+        tasks[1].cancel()
+        wait(for: [delivered], timeout: 10)
+        h.drainDeliveries()
+        XCTAssertEqual(tasks.map(\.state), [.completed, .cancelled])
+        XCTAssertNil(deliveredOwner, "released after its delivery")
+        XCTAssertNil(cancelledOwner, "released after its cancel")
+    }
+}

@@ -15,11 +15,13 @@ extension AsyncImageLoader {
         inline: Bool = false, _ state: inout LoaderState, _ effects: inout Effects
     ) {
         let heldIn: (any ImageCaching)? = if case .success = outcome { cache } else { nil }
-        if let completion = record.completion {
+        if let completion = record.completion, record.state == .pending {
             // The async API: decided now, under the lock, so a task cancelled
             // from here on still gets this outcome and the notification is
             // posted; a task cancelled before this point posts nothing.
             markDelivered(record, outcome, &state, &effects)
+            let callbacks = record.takeCallbacks()
+            effects.append { withExtendedLifetime(callbacks) {} }
             // Prefetches post nothing.
             guard !record.isPrefetch else {
                 effects.append { completion(outcome) }
@@ -56,7 +58,7 @@ extension AsyncImageLoader {
         _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ cache: (any ImageCaching)?, watched: Bool
     ) {
         unwatch(watched)
-        let ready = mutate { state, effects -> (target: AnyObject?, post: NotificationPost)? in
+        let ready = mutate { state, effects -> (target: AnyObject?, post: NotificationPost, callbacks: LoadRequest.Callbacks)? in
             guard record.state == .pending else { return nil }
             var target: AnyObject?
             if let weak = record.target {
@@ -68,15 +70,15 @@ extension AsyncImageLoader {
                 target = live
             }
             self.markDelivered(record, outcome, &state, &effects)
-            return (target, self.notification(for: record, outcome, cache, target: target, &state))
+            return (target, self.notification(for: record, outcome, cache, target: target, &state), record.takeCallbacks())
         }
         guard let ready else { return }
         DeliveryDepth.inside {
             ready.post()
             let url = record.request.url
             switch outcome {
-            case .success(let image): record.success?.handler(ready.target, image, url)
-            case .failure(let error): record.failure?.handler(ready.target, error, url)
+            case .success(let image): ready.callbacks.success?.handler(ready.target, image, url)
+            case .failure(let error): ready.callbacks.failure?.handler(ready.target, error, url)
             }
         }
         withExtendedLifetime(ready) {}

@@ -119,8 +119,9 @@ extension AsyncImageLoader {
         state.cancelledCount += 1
         removePending(record, wasQueued: wasQueued, &state, &effects)
         report(.cancelled, [record], &state, &effects)
-        effects.keep.park(record)  // its last release (and its closures') after the lock
-        if let onCancelled = record.onCancelled { effects.append(onCancelled) }
+        effects.keep.park(record)  // its last release after the lock
+        let callbacks = record.takeCallbacks()  // run, and released, after the lock
+        effects.append { callbacks.onCancelled?() }
         if let onEnd = record.onEnd {
             record.onEnd = nil
             onEnd(record, &state, &effects)

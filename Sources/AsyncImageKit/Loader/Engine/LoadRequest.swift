@@ -17,15 +17,20 @@ final class LoadRequest: @unchecked Sendable {
     /// Starts as the request's; ``ImageTask/priority`` changes it.
     var priority: ImagePriority
     let target: WeakTarget?
-    let success: ImageAction?
-    let failure: ImageFailureAction?
+    /// The callbacks below are let go when the request ends (see
+    /// ``takeCallbacks()``): an ``ImageTask`` kept by its caller does not keep
+    /// the actions, and what they capture, alive.
+    private(set) var success: ImageAction?
+    private(set) var failure: ImageFailureAction?
     /// Called (outside the loader's lock) when the request is cancelled, by
     /// whatever API; `image(for:)` turns it into `CancellationError`.
-    let onCancelled: (@Sendable () -> Void)?
+    private(set) var onCancelled: (@Sendable () -> Void)?
     /// For the async API: receives the outcome on the loader's own thread,
     /// at the moment the request is marked delivered (the notification then
     /// goes through the delivery queue), so no queue has to be serviced.
-    let completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)?
+    private(set) var completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)?
+    /// The action name that identifies it: the success action's, else the failure action's.
+    let actionName: String
     /// Made by an ``ImagePrefetcher``: its transfers are capped while visible requests wait.
     let isPrefetch: Bool
     /// Told (under the lock) when the request ends, delivered or not: how a
@@ -50,6 +55,7 @@ final class LoadRequest: @unchecked Sendable {
         self.target = target.map(WeakTarget.init)
         self.success = success
         self.failure = failure
+        self.actionName = success?.name ?? failure?.name ?? ""
         self.cache = cache
         self.isPrefetch = isPrefetch
         self.onCancelled = onCancelled
@@ -67,8 +73,19 @@ final class LoadRequest: @unchecked Sendable {
         target.map { TargetKey(target: $0.id, action: actionName) }
     }
 
-    /// The action name that identifies it: the success action's, else the failure action's.
-    var actionName: String { success?.name ?? failure?.name ?? "" }
+    /// The request's callbacks, taken (under the lock) when it ends; the
+    /// caller runs what it needs and releases them after the lock.
+    struct Callbacks {
+        let success: ImageAction?
+        let failure: ImageFailureAction?
+        let onCancelled: (@Sendable () -> Void)?
+        let completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)?
+    }
+
+    func takeCallbacks() -> Callbacks {
+        defer { (success, failure, onCancelled, completion) = (nil, nil, nil, nil) }
+        return Callbacks(success: success, failure: failure, onCancelled: onCancelled, completion: completion)
+    }
 
     /// Whether it was made with a target that has since been deallocated (a
     /// live target is parked in `keep`).
