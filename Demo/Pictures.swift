@@ -62,11 +62,12 @@ enum Pictures {
     /// Every request over time, one row each in the order they were made:
     /// queued (grey), transferring (blue), decoding (orange), then a mark for
     /// the outcome (green loaded, red failed, light grey cancelled, violet
-    /// cache hit). The strip on top counts transfers in flight against the cap.
+    /// cache hit). The strip on top counts transfers in flight against the cap;
+    /// the line under it, per-target order (thumbnail, then full image).
     static func timeline(_ requests: [Recorder.Request], cap: Int, scrollStopped: Double) -> Canvas {
         let left = 10
         let plot = 1000
-        let top = 110
+        let top = 124
         let shown = Array(requests.prefix(3000))
         let rowHeight = max(1, min(6, 900 / max(1, shown.count)))
         let legendHeight = 40
@@ -100,6 +101,15 @@ enum Pictures {
         }
         canvas.fill(x: left, y: stripTop + stripHeight - cap * unit, width: plot, height: 1, color: failedColor)
         canvas.text("TRANSFERS IN FLIGHT (RED LINE = CAP \(cap))", x: left + 4, y: stripTop + 2, scale: 1, color: labelColor)
+
+        // Per-target order, over the cells that asked for a thumbnail and then the full image.
+        let pairs = Report.pairs(requests)
+        let started = pairs.filter { $0.thumbnail.loading != nil && $0.full.loading != nil }
+        let delivered = pairs.filter { ["loaded", "cache"].contains($0.thumbnail.outcome) && ["loaded", "cache"].contains($0.full.outcome) }
+        let order = "THUMBNAIL THEN FULL: \(started.count { $0.thumbnail.loading! <= $0.full.loading! }) OF \(started.count) CELLS"
+            + " THAT STARTED BOTH STARTED THE THUMBNAIL FIRST, \(delivered.count { $0.thumbnail.finished! <= $0.full.finished! })"
+            + " OF \(delivered.count) THAT GOT BOTH GOT IT FIRST"
+        canvas.text(order, x: left + 4, y: stripTop + stripHeight + 6, scale: 1, color: labelColor)
 
         for (row, request) in shown.enumerated() {
             let y = top + row * rowHeight

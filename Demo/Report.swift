@@ -69,7 +69,9 @@ struct Report: Codable {
         let s = recorder.snapshot
         let pairs = pairs(requests)
         let started = pairs.filter { $0.thumbnail.loading != nil && $0.full.loading != nil }
-        let delivered = pairs.filter { ["loaded", "cache"].contains($0.thumbnail.outcome) && ["loaded", "cache"].contains($0.full.outcome) }
+        let delivered = pairs.filter {
+            ["loaded", "cache"].contains($0.thumbnail.outcome) && ["loaded", "cache"].contains($0.full.outcome)
+        }
         let cells = screen.ordered.enumerated().map { position, entry -> Cell in
             let state: String
             var error: String?
