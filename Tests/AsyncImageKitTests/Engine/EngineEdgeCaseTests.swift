@@ -1,5 +1,6 @@
 @testable import AsyncImageKit
 import Foundation
+import ImageFixtures
 import XCTest
 
 /// Edge cases found in review of the engine: each test fails without its fix.
@@ -183,5 +184,59 @@ extension EngineEdgeCaseTests {
         XCTAssertEqual(tasks.map(\.state), [.completed, .cancelled])
         XCTAssertNil(deliveredOwner, "released after its delivery")
         XCTAssertNil(cancelledOwner, "released after its cancel")
+    }
+}
+
+extension EngineEdgeCaseTests {
+    /// Prefetchers, sequences, handles and visible loads from four threads at
+    /// once (run under ThreadSanitizer in CI): everything settles, nothing is
+    /// left pending, the cap holds.
+    func testPrefetchersAndSequencesFromManyThreads() {
+        let h = FakeHarness(concurrentLoads: 3)
+        h.transport.isSuspended = false
+        let prefetcher = ImagePrefetcher(loader: h.loader)
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            var random = SplitMix64(seed: 77 + UInt64(worker))
+            var sequences: [ImageSequenceTask] = []
+            let cells = (0..<8).map { Target("w\(worker)-\($0)") }
+            for _ in 0..<300 {
+                let n = Int(random.next() % 60)
+                let cell = cells[Int(random.next() % 8)]
+                switch random.next() % 8 {
+                case 0: prefetcher.startPrefetching(with: [h.url(n), h.url(n + 1)])
+                case 1: prefetcher.stopPrefetching(with: [h.url(n)])
+                case 2: prefetcher.priority = random.next() % 2 == 0 ? .low : .veryLow
+                case 3:
+                    sequences.append(
+                        h.loader.loadImages([h.url(n), h.url(n + 60)].map { ImageRequest(url: $0) }, target: cell))
+                case 4 where !sequences.isEmpty: sequences.removeLast().cancel()
+                case 5: h.loader.cancelLoadingImages(target: cell)
+                default:
+                    let task = h.loader.loadImage(ImageRequest(url: h.url(n)), target: cell)
+                    if random.next() % 3 == 0 { task.priority = .high }
+                    if random.next() % 5 == 0 { task.cancel() }
+                }
+            }
+            withExtendedLifetime(cells) {}
+        }
+        prefetcher.stopPrefetching()
+        let settled = expectation(description: "the loader settled")
+        let loader = h.loader
+        DispatchQueue.global().async {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                let activity = loader.activity
+                if activity.pendingRequests == 0, activity.inFlight == 0, activity.decoding == 0 { break }
+                usleep(2000)
+            }
+            settled.fulfill()
+        }
+        wait(for: [settled], timeout: 40)
+        h.drainDeliveries()
+        let activity = h.loader.activity
+        XCTAssertEqual(activity.pendingRequests, 0)
+        XCTAssertEqual(activity.queued, 0)
+        XCTAssertLessThanOrEqual(activity.peakInFlight, 3)
+        XCTAssertEqual(prefetcher.count, 0)
     }
 }

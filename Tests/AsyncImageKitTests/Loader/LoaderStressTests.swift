@@ -9,7 +9,8 @@ import XCTest
 /// purges and setting changes. Every request must end in exactly one outcome,
 /// announced by exactly one notification right before its action; no callback
 /// may reach a dead, cancelled or superseded request; no target may be kept
-/// alive; and the in-flight count must never pass the cap.
+/// alive; and the in-flight count must never pass the cap. Requests come at
+/// every priority, and their handles are re-ranked and cancelled too.
 final class LoaderStressTests: XCTestCase {
     func testStress() throws {
         let workers = 4
@@ -32,6 +33,7 @@ final class LoaderStressTests: XCTestCase {
             // Each worker has targets of its own, so it knows what it issued to each.
             var targets = (0..<75).map { Target("w\(worker)-t\($0)") }
             var issuedTo = [ObjectIdentifier: [(number: Int, url: URL)]]()
+            var handles: [(number: Int, target: ObjectIdentifier?, task: ImageTask)] = []
 
             for step in 0..<stepsPerWorker {
                 let number = worker * stepsPerWorker + step
@@ -95,6 +97,18 @@ final class LoaderStressTests: XCTestCase {
                     h.loader.concurrentLoads = 1 + Int(random.next() % UInt64(cap))
                     h.loader.loadingTimeout = 30 + Double(random.next() % 30)
                     h.loader.cache = random.next() % 4 == 0 ? nil : h.cache
+                case 20..<23 where !handles.isEmpty:
+                    // Re-rank a request through its handle (waiting, running or ended).
+                    let handle = handles[Int(random.next() % UInt64(handles.count))]
+                    handle.task.priority = ImagePriority.allCases[Int(random.next() % 5)]
+                case 23..<25 where !handles.isEmpty:
+                    // Cancel through the handle.
+                    let handle = handles.remove(at: Int(random.next() % UInt64(handles.count)))
+                    if let owner = handle.target { issuedTo[owner]?.removeAll { $0.number == handle.number } }
+                    h.queue.sync {
+                        check.forbid([handle.number])
+                        handle.task.cancel()
+                    }
                 case 18..<20:
                     let issued = Set((issuedTo[ObjectIdentifier(target)] ?? []).map(\.url))
                     for found in [h.loader.url(for: target), h.loader.url(for: target, action: StressCheck.action)] {
@@ -124,8 +138,11 @@ final class LoaderStressTests: XCTestCase {
                         request = ImageRequest(url: url)
                         expected = junk ? .failure : .image(PixelSize(width: 4, height: 4))
                     }
+                    var ranked = request
+                    ranked.priority = ImagePriority.allCases[Int(random.next() % 5)]
                     let (success, failure) = check.actions(number, target: chosen?.name, expected: expected)
-                    h.loader.loadImage(request, target: chosen, success: success, failure: failure)
+                    let task = h.loader.loadImage(ranked, target: chosen, success: success, failure: failure)
+                    if random.next() % 4 == 0 { handles.append((number, chosen.map(ObjectIdentifier.init), task)) }
                     check.issued(number, url: url)
                     loads.increment()
                     if let chosen { issuedTo[ObjectIdentifier(chosen), default: []].append((number, url)) }
