@@ -50,7 +50,9 @@ let package = Package(
 
         .target(
             name: "AsyncImageKit",
-            dependencies: ["CCurl", "CImageCodecs", "CGIF", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CCurl", "CImageCodecs", "CGIF", "CZlib", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // Support targets (not part of the library product).

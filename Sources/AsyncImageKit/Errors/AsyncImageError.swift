@@ -28,11 +28,14 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// An image could not be encoded (``PNGEncoder``, ``JPEGEncoder``): the
     /// format and the codec library's words.
     case encoding(ImageFormat, reason: String)
+    /// The disk cache could not read or write its folder: the path and the
+    /// system's words.
+    case diskCache(path: String, message: String)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
         switch self {
-        case .invalidURL, .encoding: return nil
+        case .invalidURL, .encoding, .diskCache: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
             .fileNotFound(let url), .transport(let url, _, _):
@@ -73,6 +76,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return failure.description
         case .encoding(let format, let reason):
             return "\(format) encoding failed: \(reason)"
+        case .diskCache(let path, let message):
+            return "disk cache at \(path): \(message)"
         }
     }
 }
