@@ -34,6 +34,12 @@ public struct ImageDecoderRegistry: Sendable {
     /// The formats that have a decoder.
     public var formats: Set<ImageFormat> { Set(decoders.keys) }
 
+    /// An `Accept` header value naming the formats that have a decoder
+    /// (anything else at a low weight: a server that ignores the types still answers).
+    public var acceptHeader: String {
+        (formats.map(\.mimeType).sorted() + ["*/*;q=0.1"]).joined(separator: ",")
+    }
+
     /// The decoder registered for `format`, if any.
     public func decoder(for format: ImageFormat) -> (any ImageDecoding)? {
         decoders[format]

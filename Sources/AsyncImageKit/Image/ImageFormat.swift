@@ -40,4 +40,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
 
     /// The lower-case name: `png`, `jpeg`, `gif`.
     public var description: String { rawValue }
+
+    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`).
+    public var mimeType: String { "image/\(rawValue)" }
 }

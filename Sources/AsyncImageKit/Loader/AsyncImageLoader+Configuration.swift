@@ -36,6 +36,11 @@ extension AsyncImageLoader {
         /// while visible requests wait (default 0.5, rounded down: one of two
         /// slots). With nothing visible waiting, prefetching may use every slot.
         public var prefetchShare: Double
+        /// Called just before each transfer starts (not while it waits in the
+        /// queue), on the thread that starts it and outside the loader's
+        /// lock: may add or sign headers, e.g. an authorization token that
+        /// expires. Default nil.
+        public var requestModifier: (@Sendable (inout DataRequest) -> Void)?
         /// Where the loader logs transport failures, retries, cancelled
         /// transfers and an unserviced main queue (swift-log, label
         /// `AsyncImageKit`). Silent by default.
@@ -47,8 +52,10 @@ extension AsyncImageLoader {
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
             notificationCenter: NotificationCenter = .default, dataLoader: (any DataLoading)? = nil,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
+            requestModifier: (@Sendable (inout DataRequest) -> Void)? = nil,
             logger: Logger = AsyncImageLoader.silentLogger
         ) {
+            self.requestModifier = requestModifier
             self.cache = cache
             self.concurrentLoads = concurrentLoads
             self.loadingTimeout = loadingTimeout

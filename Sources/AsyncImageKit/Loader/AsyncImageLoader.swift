@@ -110,9 +110,9 @@ public final class AsyncImageLoader: Sendable {
     /// otherwise run on with nobody to finish them.
     deinit {
         let (old, tasks, callbacks) = state.withLock {
-            state -> (LoaderState, [any DataLoadingTask], [LoadRequest.Callbacks]) in
-            let tasks = state.holding.values.compactMap { job -> (any DataLoadingTask)? in
-                if case .loading(let task) = job.phase { return task }
+            state -> (LoaderState, [TransferHandle], [LoadRequest.Callbacks]) in
+            let tasks = state.holding.values.compactMap { job -> TransferHandle? in
+                if case .loading(let handle) = job.phase { return handle }
                 return nil
             }
             let records = state.byURL.values.flatMap(\.values)
@@ -197,6 +197,12 @@ extension AsyncImageLoader {
                 self.pump(&state, &effects)
             }
         }
+    }
+
+    /// Called just before each transfer starts (see ``Configuration/requestModifier``).
+    public var requestModifier: (@Sendable (inout DataRequest) -> Void)? {
+        get { state.withLock { $0.requestModifier } }
+        set { replace(\.requestModifier, with: newValue) }
     }
 
     /// Where the loader logs (see ``Configuration/logger``; silent by default).

@@ -13,6 +13,11 @@ public struct ImageRequest: Sendable, Hashable {
     /// Where the request stands in the loader's queue (default ``ImagePriority/normal``).
     /// Change a request already made through its ``ImageTask``.
     public var priority: ImagePriority
+    /// Request headers sent with its transfer (over the transport's own).
+    /// Requests for one URL share a transfer only when their headers are
+    /// equal. Headers do not change the ``cacheKey``: images that differ per
+    /// user need URLs (or keys) of their own.
+    public var headers: [String: String]
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -21,10 +26,13 @@ public struct ImageRequest: Sendable, Hashable {
     ///   - contentMode: how the image meets `targetSize`.
     ///   - maxPixels: the decompression-bomb limit (see ``DecodingOptions/maxPixels``).
     ///   - priority: where it stands in the queue.
+    ///   - headers: request headers for its transfer.
     public init(
         url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill,
-        maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal
+        maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal,
+        headers: [String: String] = [:]
     ) {
+        self.headers = headers
         self.url = url
         self.options = DecodingOptions(maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode)
         self.cacheKey = ImageCacheKey(url: url, options: options)

@@ -15,6 +15,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     let url: URL
     let configuration: TransportConfiguration
+    /// The request's headers (over the configuration's).
+    let headers: [String: String]
     private let completionQueue: DispatchQueue
     private let completion: @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     private let state = Locked(State.pending)
@@ -24,13 +26,16 @@ final class CurlTransfer: @unchecked Sendable {
     private var body = Data()
     private var bodyTooLarge = false
     private var errorBuffer: UnsafeMutablePointer<CChar>?
+    /// The header list handed to libcurl; freed with the handle.
+    private var headerList: UnsafeMutablePointer<curl_slist>?
 
     init(
-        url: URL, configuration: TransportConfiguration, completionQueue: DispatchQueue,
-        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+        url: URL, configuration: TransportConfiguration, headers: [String: String] = [:],
+        completionQueue: DispatchQueue, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) {
         self.url = url
         self.configuration = configuration
+        self.headers = headers
         self.completionQueue = completionQueue
         self.completion = completion
     }
@@ -99,6 +104,24 @@ final class CurlTransfer: @unchecked Sendable {
         if configuration.acceptsEncodedBodies {
             set(aiv_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
         }
+        // Headers: the configuration's, then the request's over them. An
+        // empty value ("Name:") makes libcurl send none of that name. A name
+        // or value with a line break or NUL, or a name with a colon, is
+        // dropped (no header injection).
+        var merged = configuration.headers
+        for (name, value) in headers { merged[name] = value }
+        for (name, value) in merged.sorted(by: { $0.key < $1.key }) {
+            // Scalars, not Characters: "\r\n" is one Character, equal to neither.
+            let forbidden = (name + value).unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" }
+            guard !name.isEmpty, !name.contains(":"), !forbidden else { continue }
+            let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
+            guard let list = curl_slist_append(headerList, line) else {
+                ok = false
+                break
+            }
+            headerList = list
+        }
+        if let headerList { set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)) }
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer))
         set(aiv_curl_easy_setopt_write_function(easy, curlWrite))
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()))
@@ -157,6 +180,8 @@ final class CurlTransfer: @unchecked Sendable {
     func releaseHandle() {
         if let easy { curl_easy_cleanup(easy) }
         easy = nil
+        curl_slist_free_all(headerList)
+        headerList = nil
     }
 
     private func outcome(_ code: CURLcode) -> Result<DataResponse, AsyncImageError> {

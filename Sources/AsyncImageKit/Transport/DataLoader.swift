@@ -47,12 +47,17 @@ public final class DataLoader: Sendable {
     ///
     /// An unsupported scheme or a URL without a host fails at once (on the
     /// completion queue) without touching the network.
+    ///
+    /// - Parameter headers: request headers, by name; they replace the
+    ///   configuration's of the same name, and an empty value removes one.
     @discardableResult
     public func loadData(
-        from url: URL, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+        from url: URL, headers: [String: String] = [:],
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> DataTask {
         let transfer = CurlTransfer(
-            url: url, configuration: configuration, completionQueue: completionQueue, completion: completion)
+            url: url, configuration: configuration, headers: headers, completionQueue: completionQueue,
+            completion: completion)
         if let error = Self.validate(url) {
             transfer.deliver(.failure(error))
         } else if url.scheme?.lowercased() == "file" {

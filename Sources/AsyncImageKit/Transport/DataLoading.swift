@@ -12,30 +12,50 @@ import Foundation
 /// - ``DataLoadingTask/cancel()`` says truthfully whether `completion` is now
 ///   sure never to run (the loader then frees the transfer's slot itself).
 public protocol DataLoading: Sendable {
-    /// Starts loading `url`; `timeout` is in seconds from the start (zero,
-    /// negative, NaN or infinite: no limit).
+    /// Starts loading `request`. The loader never calls it under its own lock.
     func loadData(
-        from url: URL, timeout: Double, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+        _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> any DataLoadingTask
+}
+
+/// What a transfer asks for: a URL, request headers and a time limit.
+public struct DataRequest: Sendable, Hashable {
+    /// The URL (`http`, `https` or `file`; headers are ignored for `file`).
+    public var url: URL
+    /// Request headers, by name. They replace the transport's own of the same
+    /// name (`User-Agent`, `Accept`); an empty value removes that header.
+    public var headers: [String: String]
+    /// Seconds the transfer may take from its start (zero, negative, NaN or
+    /// infinite: no limit).
+    public var timeout: Double
+
+    /// A request.
+    public init(url: URL, headers: [String: String] = [:], timeout: Double = 60) {
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+    }
 }
 
 /// A transfer started by a ``DataLoading``.
 public protocol DataLoadingTask: Sendable {
     /// Cancels the transfer. Returns true when the completion handler is now
     /// sure never to run, false when it has run or is already running.
+    /// The loader may call it under its own lock: it must not call back into
+    /// the loader (nor wait for a thread that does).
     @discardableResult
     func cancel() -> Bool
 }
 
 extension DataLoader: DataLoading {
-    /// Loads `url` with this loader's configuration and `timeout`.
+    /// Loads `request` with this loader's limits, the request's headers and timeout.
     public func loadData(
-        from url: URL, timeout: Double, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+        _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> any DataLoadingTask {
         var configuration = self.configuration
-        configuration.timeout = timeout
+        configuration.timeout = request.timeout
         return DataLoader(configuration: configuration, completionQueue: completionQueue)
-            .loadData(from: url, completion: completion)
+            .loadData(from: request.url, headers: request.headers, completion: completion)
     }
 }
 

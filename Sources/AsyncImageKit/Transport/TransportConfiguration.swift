@@ -13,12 +13,21 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var acceptsEncodedBodies: Bool
     /// The `User-Agent` header.
     public var userAgent: String
+    /// Headers sent with every transfer (default: an `Accept` naming the
+    /// formats the built-in decoders read). A request's own headers replace
+    /// these by name.
+    public var headers: [String: String]
+
+    /// `Accept` for the formats of ``ImageDecoderRegistry/default``.
+    public static let defaultAccept = ImageDecoderRegistry.default.acceptHeader
 
     /// Creates a configuration.
     public init(
         timeout: Double = 60, maxBodySize: Int = 50_000_000, maxRedirects: Int = 10,
-        acceptsEncodedBodies: Bool = true, userAgent: String = "AsyncImageKit/0.1 (Linux; libcurl)"
+        acceptsEncodedBodies: Bool = true, userAgent: String = "AsyncImageKit/0.1 (Linux; libcurl)",
+        headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept]
     ) {
+        self.headers = headers
         self.timeout = timeout
         self.maxBodySize = maxBodySize
         self.maxRedirects = maxRedirects

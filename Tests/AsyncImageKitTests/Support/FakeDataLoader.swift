@@ -59,6 +59,10 @@ final class FakeDataLoader: DataLoading, @unchecked Sendable {
     /// Paths in the order their transfers started.
     var startedPaths: [String] { lock.withLock { started } }
 
+    /// The requests of the transfers started, in order.
+    var startedRequests: [DataRequest] { lock.withLock { requests } }
+    private var requests: [DataRequest] = []
+
     /// Paths whose transfers were cancelled before they finished.
     var cancelled: [String] { lock.withLock { cancelledPaths } }
 
@@ -88,12 +92,14 @@ final class FakeDataLoader: DataLoading, @unchecked Sendable {
     }
 
     func loadData(
-        from url: URL, timeout: Double, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+        _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> any DataLoadingTask {
+        let url = request.url
         let transfer = Transfer(url: url, owner: self, completion: completion)
         let (runNow, ready) = lock.withLock { () -> (Bool, [XCTestExpectation]) in
             weakTransfers.append(WeakTransfer(transfer: transfer))
             started.append(url.path)
+            requests.append(request)
             let ready = waiters.filter { $0.count <= started.count }.map(\.expectation)
             waiters.removeAll { $0.count <= started.count }
             return (!suspended, ready)

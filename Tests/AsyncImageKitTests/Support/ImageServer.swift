@@ -16,6 +16,7 @@ final class ImageServer: @unchecked Sendable {
     private var arrivals: [String] = []
     private var arrivalWaiters: [(path: String, expectation: XCTestExpectation)] = []
     private var connections: [String: HTTPConnection] = [:]
+    private var requestHeaders: [String: [String: String]] = [:]
     private var active = 0
     private(set) var peakActive = 0
     private var server: LoopbackServer!
@@ -68,6 +69,9 @@ final class ImageServer: @unchecked Sendable {
 
     func requestCount(_ url: URL) -> Int { lock.withLock { arrivals.filter { $0 == url.path }.count } }
 
+    /// The headers (names lowercased) of the latest request for `url`.
+    func headers(of url: URL) -> [String: String]? { lock.withLock { requestHeaders[url.path] } }
+
     /// The connection of the latest request for `url`.
     func connection(_ url: URL) -> HTTPConnection? { lock.withLock { connections[url.path] } }
 
@@ -75,6 +79,7 @@ final class ImageServer: @unchecked Sendable {
         let (gate, waiters) = lock.withLock { () -> (Gate?, [XCTestExpectation]) in
             arrivals.append(request.path)
             connections[request.path] = connection
+            requestHeaders[request.path] = request.headers
             active += 1
             peakActive = max(peakActive, active)
             let matched = arrivalWaiters.filter { $0.path == request.path }.map(\.expectation)

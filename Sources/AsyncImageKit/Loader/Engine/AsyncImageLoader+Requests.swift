@@ -53,10 +53,10 @@ extension AsyncImageLoader {
             return
         }
         let job: LoadJob
-        if let existing = state.jobs[record.urlKey] {
+        if let existing = state.jobs[record.jobKey] {
             job = existing
         } else {
-            job = LoadJob(url: record.request.url)
+            job = LoadJob(for: record)
             state.jobs[job.key] = job
         }
         job.join(record)

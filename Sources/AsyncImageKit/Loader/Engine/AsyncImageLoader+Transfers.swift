@@ -22,7 +22,7 @@ extension AsyncImageLoader {
                 state.queue.refile(lane)
                 continue
             }
-            start(job, &state)
+            start(job, &state, &effects)
             let requests = job.orderedRequests
             for waiting in requests {
                 guard let other = waiting.lane else { continue }
@@ -35,22 +35,35 @@ extension AsyncImageLoader {
         updateSweepTimer(&state)
     }
 
-    private func start(_ job: LoadJob, _ state: inout LoaderState) {
+    /// Takes a slot for `job`; the request modifier and the transport are
+    /// called after the lock (they may be anyone's code).
+    private func start(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         state.inFlight += 1
         state.peakInFlight = max(state.peakInFlight, state.inFlight)
         state.holding[ObjectIdentifier(job)] = job
-        // `loadData` never calls back from inside itself (see `DataLoading`).
-        let task = dataLoader.loadData(from: job.url, timeout: state.loadingTimeout) { [weak self] result in
-            self?.transferFinished(job, result)
+        let handle = TransferHandle()
+        job.phase = .loading(handle)
+        let request = DataRequest(url: job.url, headers: job.headers, timeout: state.loadingTimeout)
+        let modifier = state.requestModifier
+        effects.append {
+            var request = request
+            modifier?(&request)
+            let task = self.dataLoader.loadData(request) { [weak self] result in
+                self?.transferFinished(job, handle, result)
+            }
+            handle.attach(task)
         }
-        job.phase = .loading(task)
     }
 
     /// From the transport: a failure is delivered at once; a body waits for
     /// a decoder, keeping its transfer slot until one is free.
-    private func transferFinished(_ job: LoadJob, _ result: Result<DataResponse, AsyncImageError>) {
+    private func transferFinished(
+        _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>
+    ) {
         mutate { state, effects in
-            guard case .loading = job.phase else { return }  // the loader was let go meanwhile
+            // Not this transfer's job any more: cancelled (before its task
+            // existed) or the loader was let go.
+            guard case .loading(let current) = job.phase, current === handle else { return }
             guard !job.requests.isEmpty else {
                 self.finish(job, &state, &effects)
                 self.pump(&state, &effects)

@@ -16,7 +16,7 @@ import Foundation
 final class LoadJob: @unchecked Sendable {
     enum Phase {
         case queued
-        case loading(any DataLoadingTask)
+        case loading(TransferHandle)
         case awaitingDecoder(Data)
         /// Decoding the body; `key` is the size being decoded now.
         case decoding(Data, key: ImageCacheKey?)
@@ -25,7 +25,9 @@ final class LoadJob: @unchecked Sendable {
 
     /// The URL (every request's `request.url`).
     let url: URL
-    /// The key in the loader's table of jobs: the URL's absolute string.
+    /// The request headers of every request that shares it.
+    let headers: [String: String]
+    /// The key in the loader's table of jobs: the URL's absolute string and the headers.
     let key: String
     /// Where each size's result is stored: the caches of the requests for
     /// that size (a request's cache is the loader's when it was made). Kept
@@ -39,9 +41,10 @@ final class LoadJob: @unchecked Sendable {
     /// counts against the prefetch cap.
     private(set) var visibleCount = 0
 
-    init(url: URL) {
-        self.url = url
-        self.key = url.absoluteString
+    init(for record: LoadRequest) {
+        self.url = record.request.url
+        self.headers = record.request.headers
+        self.key = record.jobKey
     }
 
     /// Adds a request; its size's result will also be stored in its cache.

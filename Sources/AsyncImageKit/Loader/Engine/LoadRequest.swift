@@ -65,6 +65,12 @@ final class LoadRequest: @unchecked Sendable {
     /// The URL's key in the loader's tables.
     var urlKey: String { request.cacheKey.url }
 
+    /// The key of the transfer it may share: its URL and its headers.
+    var jobKey: String {
+        guard !request.headers.isEmpty else { return urlKey }
+        return urlKey + request.headers.sorted { $0.key < $1.key }.map { "\n\($0.key): \($0.value)" }.joined()
+    }
+
     /// Waiting in the queue: pending, and its job not started.
     var isQueued: Bool { state == .pending && job?.isQueued == true }
 

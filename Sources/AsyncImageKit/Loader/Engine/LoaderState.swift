@@ -15,6 +15,7 @@ struct LoaderState {
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
     var logger: Logger
     var prefetchShare: Double
+    var requestModifier: (@Sendable (inout DataRequest) -> Void)?
 
     // Requests.
     var nextID: UInt64 = 0
@@ -62,6 +63,7 @@ struct LoaderState {
         notificationCenter = configuration.notificationCenter
         logger = configuration.logger
         prefetchShare = configuration.prefetchShare
+        requestModifier = configuration.requestModifier
     }
 
     /// The most transfers prefetch requests may hold while visible requests wait.
