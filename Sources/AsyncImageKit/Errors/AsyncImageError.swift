@@ -31,6 +31,9 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The disk cache could not read or write its folder: the path and the
     /// system's words.
     case diskCache(path: String, message: String)
+    /// The request could not use the network (``ImageCachePolicy/skipNetwork``)
+    /// and no cache held the URL.
+    case notCached(URL)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
@@ -38,7 +41,7 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidURL, .encoding, .diskCache: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
-            .fileNotFound(let url), .transport(let url, _, _):
+            .fileNotFound(let url), .transport(let url, _, _), .notCached(let url):
             return url
         case .decoding(_, let url): return url
         }
@@ -78,6 +81,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(format) encoding failed: \(reason)"
         case .diskCache(let path, let message):
             return "disk cache at \(path): \(message)"
+        case .notCached(let url):
+            return "\(url.absoluteString) is in no cache, and the request may not use the network"
         }
     }
 }

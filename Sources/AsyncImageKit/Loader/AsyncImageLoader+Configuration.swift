@@ -30,6 +30,10 @@ extension AsyncImageLoader {
         public var notificationCenter: NotificationCenter
         /// The transport (default: a ``DataLoader`` with default limits).
         public var dataLoader: any DataLoading
+        /// Where original bodies are kept on disk, between the memory cache
+        /// and the network (default nil: none). A body is stored once it
+        /// decoded; requests choose with ``ImageRequest/cachePolicy``.
+        public var diskCache: DataCache?
         /// The decoders, picked by sniffed format (default ``ImageDecoderRegistry/default``).
         public var decoders: ImageDecoderRegistry
         /// The share of ``concurrentLoads`` that prefetch transfers may hold
@@ -51,11 +55,13 @@ extension AsyncImageLoader {
             cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
             notificationCenter: NotificationCenter = .default, dataLoader: (any DataLoading)? = nil,
+            diskCache: DataCache? = nil,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
             requestModifier: (@Sendable (inout DataRequest) -> Void)? = nil,
             logger: Logger = AsyncImageLoader.silentLogger
         ) {
             self.requestModifier = requestModifier
+            self.diskCache = diskCache
             self.cache = cache
             self.concurrentLoads = concurrentLoads
             self.loadingTimeout = loadingTimeout

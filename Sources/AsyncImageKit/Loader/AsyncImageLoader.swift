@@ -70,6 +70,8 @@ public final class AsyncImageLoader: Sendable {
     let state: Locked<LoaderState>
     let decodeQueue = DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated, attributes: .concurrent)
     let timerQueue = DispatchQueue(label: "AsyncImageKit.loader-timers")
+    /// Disk cache reads, off the callers' threads and the transport's.
+    let diskQueue = DispatchQueue(label: "AsyncImageKit.disk", qos: .userInitiated, attributes: .concurrent)
     let dataLoader: any DataLoading
     let decoders: ImageDecoderRegistry
 
@@ -197,6 +199,13 @@ extension AsyncImageLoader {
                 self.pump(&state, &effects)
             }
         }
+    }
+
+    /// Where original bodies are kept on disk (see ``Configuration/diskCache``).
+    /// A change affects transfers started later.
+    public var diskCache: DataCache? {
+        get { state.withLock { $0.diskCache } }
+        set { replace(\.diskCache, with: newValue) }
     }
 
     /// Called just before each transfer starts (see ``Configuration/requestModifier``).

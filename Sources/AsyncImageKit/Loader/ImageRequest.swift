@@ -18,6 +18,10 @@ public struct ImageRequest: Sendable, Hashable {
     /// equal. Headers do not change the ``cacheKey``: images that differ per
     /// user need URLs (or keys) of their own.
     public var headers: [String: String]
+    /// Which caches it reads and writes, and whether it may use the network
+    /// (default ``ImageCachePolicy/useCaches``). Requests share a transfer
+    /// only when their policies are equal.
+    public var cachePolicy: ImageCachePolicy
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -27,12 +31,14 @@ public struct ImageRequest: Sendable, Hashable {
     ///   - maxPixels: the decompression-bomb limit (see ``DecodingOptions/maxPixels``).
     ///   - priority: where it stands in the queue.
     ///   - headers: request headers for its transfer.
+    ///   - cachePolicy: the caches it uses, and the network or not.
     public init(
         url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill,
         maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal,
-        headers: [String: String] = [:]
+        headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches
     ) {
         self.headers = headers
+        self.cachePolicy = cachePolicy
         self.url = url
         self.options = DecodingOptions(maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode)
         self.cacheKey = ImageCacheKey(url: url, options: options)

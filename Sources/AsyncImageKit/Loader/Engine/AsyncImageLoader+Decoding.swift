@@ -43,6 +43,22 @@ extension AsyncImageLoader {
             let outcome = Result { () throws(AsyncImageError) -> Image in
                 try decoders.decode(data, options: options)
             }.mapError { $0.with(url: url) }
+            // A body that decoded goes to the disk cache, once (never one that
+            // failed to decode, nor one cut short: that is a transport failure).
+            if case .success = outcome {
+                let store = state.withLock { _ -> (DataCache, String?)? in
+                    guard let disk = job.diskCache, !job.bodyFromDisk, !job.storedToDisk else { return nil }
+                    job.storedToDisk = true
+                    return (disk, job.contentType)
+                }
+                if let (disk, contentType) = store {
+                    do {
+                        try disk.store(data, for: url.absoluteString, metadata: DataCacheMetadata(contentType: contentType))
+                    } catch {
+                        state.withLock { $0.logger }.warning("could not store \(url.absoluteString) on disk: \(error)")
+                    }
+                }
+            }
             // Stored before the deliveries are scheduled, and outside the
             // loader's lock (an eviction may release a large image).
             var stored = state.withLock { _ in job.caches[key] ?? [] }

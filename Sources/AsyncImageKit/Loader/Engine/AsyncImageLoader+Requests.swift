@@ -13,10 +13,13 @@ extension AsyncImageLoader {
     ) -> LoadRequest {
         // The cache is asked outside the loader's lock (it may be anyone's `ImageCaching`).
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
-        let hit = cache?.image(for: request.cacheKey)
+        let policy = request.cachePolicy
+        let hit = policy.contains(.skipMemoryReads) ? nil : cache?.image(for: request.cacheKey)
         let record = LoadRequest(
-            request: request, target: target, success: success, failure: failure, cache: cache,
+            request: request, target: target, success: success, failure: failure,
+            cache: policy.contains(.skipMemoryWrites) ? nil : cache,
             isPrefetch: isPrefetch, onCancelled: onCancelled, completion: completion)
+        record.heldIn = hit == nil ? nil : cache
         // Inline only outside other deliveries (see `DeliveryDepth`).
         let inline =
             hit != nil && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)
@@ -49,7 +52,7 @@ extension AsyncImageLoader {
         }
         if let hit {
             report(.cacheHit, [record], &state, &effects)
-            scheduleDelivery(record, Self.checked(hit, for: record), cache: record.cache, inline: inline, &state, &effects)
+            scheduleDelivery(record, Self.checked(hit, for: record), cache: record.heldIn, inline: inline, &state, &effects)
             return
         }
         let job: LoadJob

@@ -45,7 +45,12 @@ extension AsyncImageLoader {
         job.phase = .loading(handle)
         let request = DataRequest(url: job.url, headers: job.headers, timeout: state.loadingTimeout)
         let modifier = state.requestModifier
-        effects.append {
+        let disk = state.diskCache
+        job.diskCache = job.policy.contains(.skipDiskWrites) ? nil : disk
+        let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
+        let offline = job.policy.contains(.skipNetwork)
+        let network: @Sendable () -> Void = { [weak self] in
+            guard let self, !handle.isCancelled else { return }
             var request = request
             modifier?(&request)
             let task = self.dataLoader.loadData(request) { [weak self] result in
@@ -53,12 +58,31 @@ extension AsyncImageLoader {
             }
             handle.attach(task)
         }
+        guard readDisk != nil || offline else {
+            effects.append(network)
+            return
+        }
+        // The disk cache first, on its own queue (never the caller's thread).
+        effects.append {
+            self.diskQueue.async { [weak self] in
+                guard let self, !handle.isCancelled else { return }
+                if let entry = readDisk?.entry(for: request.url.absoluteString) {
+                    let response = DataResponse(
+                        url: request.url, statusCode: 200, contentType: entry.metadata.contentType, data: entry.data)
+                    self.transferFinished(job, handle, .success(response), fromDisk: true)
+                } else if offline {
+                    self.transferFinished(job, handle, .failure(.notCached(request.url)))
+                } else {
+                    network()
+                }
+            }
+        }
     }
 
     /// From the transport: a failure is delivered at once; a body waits for
     /// a decoder, keeping its transfer slot until one is free.
     private func transferFinished(
-        _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>
+        _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>, fromDisk: Bool = false
     ) {
         mutate { state, effects in
             // Not this transfer's job any more: cancelled (before its task
@@ -71,6 +95,8 @@ extension AsyncImageLoader {
             }
             switch result {
             case .success(let response):
+                job.bodyFromDisk = fromDisk
+                job.contentType = response.contentType
                 self.report(.transferred(bytes: response.data.count), job.orderedRequests, &state, &effects)
                 job.phase = .awaitingDecoder(response.data)
                 state.awaitingDecoder.append(job)

@@ -45,7 +45,22 @@ final class LoadJob: @unchecked Sendable {
         self.url = record.request.url
         self.headers = record.request.headers
         self.key = record.jobKey
+        self.policy = record.request.cachePolicy.intersection(Self.transferPolicy)
     }
+
+    /// The parts of a cache policy that shape a transfer (requests share a
+    /// job only when these are equal).
+    static let transferPolicy: ImageCachePolicy = [.skipDiskReads, .skipDiskWrites, .skipNetwork]
+    /// Its requests' policy (its transfer part).
+    let policy: ImageCachePolicy
+    /// Where its body is stored once decoded (nil: nowhere), chosen when it starts.
+    var diskCache: DataCache?
+    /// Its body came from the disk cache (so it is not stored again).
+    var bodyFromDisk = false
+    /// Its body was stored in the disk cache (once, whatever the sizes decoded).
+    var storedToDisk = false
+    /// The body's `Content-Type`, kept with it on disk.
+    var contentType: String?
 
     /// Adds a request; its size's result will also be stored in its cache.
     func join(_ record: LoadRequest) {

@@ -42,8 +42,11 @@ final class LoadRequest: @unchecked Sendable {
     var job: LoadJob?
     /// Its unit in the transfer queue (its target and action's lane, or its own).
     var lane: Lane?
-    /// The cache the loader had when the request was made: its image goes there.
+    /// The cache the loader had when the request was made: its image goes
+    /// there (nil too with ``ImageCachePolicy/skipMemoryWrites``).
     let cache: (any ImageCaching)?
+    /// The cache its memory hit came from, if it was one.
+    var heldIn: (any ImageCaching)?
 
     init(
         request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
@@ -67,8 +70,11 @@ final class LoadRequest: @unchecked Sendable {
 
     /// The key of the transfer it may share: its URL and its headers.
     var jobKey: String {
-        guard !request.headers.isEmpty else { return urlKey }
-        return urlKey + request.headers.sorted { $0.key < $1.key }.map { "\n\($0.key): \($0.value)" }.joined()
+        var key = urlKey
+        let policy = request.cachePolicy.intersection(LoadJob.transferPolicy)
+        if !policy.isEmpty { key += "\n#policy \(policy.rawValue)" }
+        guard !request.headers.isEmpty else { return key }
+        return key + request.headers.sorted { $0.key < $1.key }.map { "\n\($0.key): \($0.value)" }.joined()
     }
 
     /// Waiting in the queue: pending, and its job not started.

@@ -16,6 +16,7 @@ struct LoaderState {
     var logger: Logger
     var prefetchShare: Double
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
+    var diskCache: DataCache?
 
     // Requests.
     var nextID: UInt64 = 0
@@ -64,6 +65,7 @@ struct LoaderState {
         logger = configuration.logger
         prefetchShare = configuration.prefetchShare
         requestModifier = configuration.requestModifier
+        diskCache = configuration.diskCache
     }
 
     /// The most transfers prefetch requests may hold while visible requests wait.

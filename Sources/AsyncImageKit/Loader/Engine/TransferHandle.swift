@@ -10,6 +10,9 @@ final class TransferHandle: @unchecked Sendable {
     private var task: (any DataLoadingTask)?
     private var cancelled = false
 
+    /// Whether it was cancelled before its task existed (the transport is then not called).
+    var isCancelled: Bool { lock.withLock { cancelled } }
+
     /// Hands over the transport's task (cancelled at once if the handle was).
     func attach(_ newTask: any DataLoadingTask) {
         lock.lock()
