@@ -29,6 +29,10 @@ static inline CURLcode aiv_curl_easy_setopt_write_function(CURL *handle, aiv_cur
     return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
 }
 
+static inline CURLcode aiv_curl_easy_setopt_header_function(CURL *handle, aiv_curl_write_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
+}
+
 static inline CURLcode aiv_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

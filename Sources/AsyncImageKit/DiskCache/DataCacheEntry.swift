@@ -16,6 +16,11 @@ public struct DataCacheMetadata: Sendable, Hashable, Codable {
     public var freshUntil: Double?
     /// The `Content-Type`, if any.
     public var contentType: String?
+    /// The request headers the response varied on (`Vary`), names
+    /// lowercased, "" for a header the request did not send; nil: none.
+    public var varyHeaders: [String: String]?
+    /// `Cache-Control: no-cache`: stored, but revalidated before every use.
+    public var requiresRevalidation: Bool?
 
     /// Metadata with the given validators and freshness.
     public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Double? = nil, contentType: String? = nil) {

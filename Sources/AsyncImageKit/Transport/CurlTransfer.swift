@@ -25,6 +25,9 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var easy: UnsafeMutableRawPointer?
     private var body = Data()
     private var bodyTooLarge = false
+    /// The headers of the response being read (each new status line, as
+    /// after a redirect, starts them again).
+    private var responseHeaders: [String: String] = [:]
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     /// The header list handed to libcurl; freed with the handle.
     private var headerList: UnsafeMutablePointer<curl_slist>?
@@ -124,6 +127,8 @@ final class CurlTransfer: @unchecked Sendable {
         if let headerList { set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)) }
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer))
         set(aiv_curl_easy_setopt_write_function(easy, curlWrite))
+        set(aiv_curl_easy_setopt_header_function(easy, curlHeader))
+        set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, Unmanaged.passUnretained(self).toOpaque()))
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()))
         guard ok else {
             releaseHandle()
@@ -168,6 +173,20 @@ final class CurlTransfer: @unchecked Sendable {
         return count
     }
 
+    /// One header line of the response (loop thread).
+    func receiveHeader(_ bytes: UnsafeRawPointer, count: Int) -> Int {
+        let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            responseHeaders = [:]
+        } else if let colon = line.firstIndex(of: ":"), responseHeaders.count < 200 {
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            responseHeaders[name] = responseHeaders[name].map { "\($0), \(value)" } ?? value
+        }
+        return count
+    }
+
     /// Reads the outcome off the finished handle, frees it, and delivers.
     func finish(multi: UnsafeMutableRawPointer?, code: CURLcode) {
         let result = outcome(code)
@@ -207,7 +226,9 @@ final class CurlTransfer: @unchecked Sendable {
         switch code {
         case CURLE_OK:
             return .success(
-                DataResponse(url: url, finalURL: finalURL, statusCode: status, contentType: contentType, data: body))
+                DataResponse(
+                    url: url, finalURL: finalURL, statusCode: status, contentType: contentType, data: body,
+                    headers: responseHeaders))
         case CURLE_HTTP_RETURNED_ERROR:
             return .failure(.httpStatus(finalURL, code: status))
         case CURLE_OPERATION_TIMEDOUT:
@@ -243,4 +264,11 @@ private let curlWrite: aiv_curl_write_callback = { pointer, size, count, userdat
     guard total > 0, let pointer else { return total }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
     return transfer.receive(pointer, count: total)
+}
+
+/// libcurl's header callback: one header line at a time, to its transfer.
+private let curlHeader: aiv_curl_write_callback = { pointer, size, count, userdata in
+    guard let pointer, let userdata else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.receiveHeader(pointer, count: size * count)
 }

@@ -12,13 +12,20 @@ public struct DataResponse: Sendable {
     public let contentType: String?
     /// The body, content-decoded (gzip and the like already undone).
     public let data: Data
+    /// The final response's headers, names lowercased (repeated ones joined
+    /// with ", "); empty for `file` URLs.
+    public let headers: [String: String]
 
     /// A response, as a custom ``DataLoading`` makes one.
-    public init(url: URL, finalURL: URL? = nil, statusCode: Int, contentType: String? = nil, data: Data) {
+    public init(
+        url: URL, finalURL: URL? = nil, statusCode: Int, contentType: String? = nil, data: Data,
+        headers: [String: String] = [:]
+    ) {
         self.url = url
         self.finalURL = finalURL ?? url
         self.statusCode = statusCode
         self.contentType = contentType
         self.data = data
+        self.headers = headers
     }
 }

@@ -15,8 +15,10 @@ final class DiskLayerTests: XCTestCase {
         if let folder { try? FileManager.default.removeItem(at: folder) }
     }
 
-    /// A loader with its own memory cache over the shared disk cache (a restart is a new one).
+    /// A loader with its own memory cache over the shared disk cache (a
+    /// restart is a new one). The server's images are fresh for a minute.
     private func loader(_ h: LoaderHarness, disk: DataCache) -> (AsyncImageLoader, ImageCache) {
+        if h.server.extraHeaders.isEmpty { h.server.extraHeaders = [("Cache-Control", "max-age=60")] }
         let memory = ImageCache()
         let loader = AsyncImageLoader(
             configuration: .init(

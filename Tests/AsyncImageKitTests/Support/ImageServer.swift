@@ -17,6 +17,13 @@ final class ImageServer: @unchecked Sendable {
     private var arrivalWaiters: [(path: String, expectation: XCTestExpectation)] = []
     private var connections: [String: HTTPConnection] = [:]
     private var requestHeaders: [String: [String: String]] = [:]
+    private var imageHeaders: [(String, String)] = []
+
+    /// Headers added to every generated `/img/N.png` answer (cache headers, say).
+    var extraHeaders: [(String, String)] {
+        get { lock.withLock { imageHeaders } }
+        set { lock.withLock { imageHeaders = newValue } }
+    }
     private var active = 0
     private(set) var peakActive = 0
     private var server: LoopbackServer!
@@ -103,7 +110,7 @@ final class ImageServer: @unchecked Sendable {
             return
         }
         let png = try! PNGEncoder().encode(SyntheticImage.solid(width: 4, height: 4, color: Self.color(n)))
-        connection.respond(status: 200, headers: [("Content-Type", "image/png")], body: png)
+        connection.respond(status: 200, headers: [("Content-Type", "image/png")] + extraHeaders, body: png)
     }
 }
 

@@ -46,14 +46,20 @@ extension AsyncImageLoader {
             // A body that decoded goes to the disk cache, once (never one that
             // failed to decode, nor one cut short: that is a transport failure).
             if case .success = outcome {
-                let store = state.withLock { _ -> (DataCache, String?)? in
+                let store = state.withLock { _ -> (DataCache, DataCacheMetadata)? in
                     guard let disk = job.diskCache, !job.bodyFromDisk, !job.storedToDisk else { return nil }
                     job.storedToDisk = true
-                    return (disk, job.contentType)
+                    // What HTTP allows to be stored (no `no-store`, no `Vary: *`), with its freshness.
+                    guard
+                        let metadata = HTTPCaching.metadata(
+                            status: job.statusCode, headers: job.responseHeaders, requestHeaders: job.headers,
+                            contentType: job.contentType, now: Date().timeIntervalSince1970)
+                    else { return nil }
+                    return (disk, metadata)
                 }
-                if let (disk, contentType) = store {
+                if let (disk, metadata) = store {
                     do {
-                        try disk.store(data, for: url.absoluteString, metadata: DataCacheMetadata(contentType: contentType))
+                        try disk.store(data, for: url.absoluteString, metadata: metadata)
                     } catch {
                         state.withLock { $0.logger }.warning("could not store \(url.absoluteString) on disk: \(error)")
                     }

@@ -45,35 +45,60 @@ extension AsyncImageLoader {
         job.phase = .loading(handle)
         let request = DataRequest(url: job.url, headers: job.headers, timeout: state.loadingTimeout)
         let modifier = state.requestModifier
-        let disk = state.diskCache
+        // `file` URLs are already on disk.
+        let disk = job.url.isFileURL ? nil : state.diskCache
         job.diskCache = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
+        let writeDisk = job.diskCache
         let offline = job.policy.contains(.skipNetwork)
-        let network: @Sendable () -> Void = { [weak self] in
+        let key = job.url.absoluteString
+        // The network, with validators when a stale entry is revalidated:
+        // a 304 serves the stored body (its metadata refreshed), a 200 replaces it.
+        let network: @Sendable (_ stale: (data: Data, metadata: DataCacheMetadata)?) -> Void = { [weak self] stale in
             guard let self, !handle.isCancelled else { return }
             var request = request
+            if let stale { request.headers.merge(HTTPCaching.validators(stale.metadata)) { $1 } }
             modifier?(&request)
             let task = self.dataLoader.loadData(request) { [weak self] result in
-                self?.transferFinished(job, handle, result)
+                guard let self else { return }
+                if let stale, case .success(let response) = result, response.statusCode == 304 {
+                    let now = Date().timeIntervalSince1970
+                    try? writeDisk?.store(
+                        stale.data, for: key, metadata: HTTPCaching.refreshed(stale.metadata, by: response.headers, now: now))
+                    let body = DataResponse(
+                        url: response.url, finalURL: response.finalURL, statusCode: 304,
+                        contentType: stale.metadata.contentType, data: stale.data, headers: response.headers)
+                    self.transferFinished(job, handle, .success(body), fromDisk: true)
+                    return
+                }
+                self.transferFinished(job, handle, result)
             }
             handle.attach(task)
         }
         guard readDisk != nil || offline else {
-            effects.append(network)
+            effects.append { network(nil) }
             return
         }
-        // The disk cache first, on its own queue (never the caller's thread).
+        // The disk cache first, on its own queue (never the caller's thread):
+        // a fresh entry is used as it is; a stale one is revalidated; offline,
+        // any entry is used.
         effects.append {
             self.diskQueue.async { [weak self] in
                 guard let self, !handle.isCancelled else { return }
-                if let entry = readDisk?.entry(for: request.url.absoluteString) {
+                let now = Date().timeIntervalSince1970
+                let entry = readDisk?.entry(for: key).flatMap { entry in
+                    HTTPCaching.matches(entry.metadata, requestHeaders: request.headers) ? entry : nil
+                }
+                if let entry, offline || HTTPCaching.isFresh(entry.metadata, now: now) {
                     let response = DataResponse(
                         url: request.url, statusCode: 200, contentType: entry.metadata.contentType, data: entry.data)
                     self.transferFinished(job, handle, .success(response), fromDisk: true)
                 } else if offline {
                     self.transferFinished(job, handle, .failure(.notCached(request.url)))
+                } else if let entry, HTTPCaching.canRevalidate(entry.metadata) {
+                    network(entry)
                 } else {
-                    network()
+                    network(nil)
                 }
             }
         }
@@ -97,6 +122,8 @@ extension AsyncImageLoader {
             case .success(let response):
                 job.bodyFromDisk = fromDisk
                 job.contentType = response.contentType
+                job.statusCode = response.statusCode
+                job.responseHeaders = response.headers
                 self.report(.transferred(bytes: response.data.count), job.orderedRequests, &state, &effects)
                 job.phase = .awaitingDecoder(response.data)
                 state.awaitingDecoder.append(job)

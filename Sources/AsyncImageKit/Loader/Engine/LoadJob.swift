@@ -61,6 +61,10 @@ final class LoadJob: @unchecked Sendable {
     var storedToDisk = false
     /// The body's `Content-Type`, kept with it on disk.
     var contentType: String?
+    /// The response's status and headers: whether, and for how long, the
+    /// body may be stored (RFC 9111).
+    var statusCode = 0
+    var responseHeaders: [String: String] = [:]
 
     /// Adds a request; its size's result will also be stored in its cache.
     func join(_ record: LoadRequest) {
