@@ -72,8 +72,13 @@ public final class DataCache: @unchecked Sendable {
     /// `flock` locks belong to an open file, not a thread: threads of this
     /// process take this lock first.
     private let processLock = NSLock()
+    /// Under `processLock`: the ledger is known to be off; a rebuild is on its way.
+    private var needsRebuild = false
+    private var rebuildScheduled = false
     private let maintenance = DispatchQueue(label: "AsyncImageKit.data-cache", qos: .utility)
-    private let counter = Locked<UInt64>(0)
+    /// Writes by this instance: every ``rebuildEvery``-th rebuilds the ledger.
+    private let writes = Locked<Int>(0)
+    static let rebuildEvery = 500
 
     /// Opens (creating it if needed) a cache in `directory`.
     ///
@@ -112,11 +117,13 @@ public final class DataCache: @unchecked Sendable {
     /// The body and metadata stored for `key`, or nil; a hit marks the entry used.
     public func entry(for key: String) -> (data: Data, metadata: DataCacheMetadata)? {
         let path = self.path(for: key)
-        guard let (file, inode) = Self.read(path) else { return nil }
+        guard let (file, inode) = Self.read(path, limit: max(limits.sizeLimit, 1 << 20)) else { return nil }
         switch DataCacheEntry.decode(file) {
         case .success(let entry) where entry.metadata.key == key:
             utimensat(AT_FDCWD, path, nil, 0)  // used now (the LRU order)
             return (entry.body, entry.metadata)
+        case .failure(.newerVersion):
+            return nil  // a newer library's entry: a miss here, left for it
         default:
             remove(path: path, ifInodeIs: inode)
             return nil
@@ -124,12 +131,15 @@ public final class DataCache: @unchecked Sendable {
     }
 
     /// The file at `path` and its inode (which identifies this version of it).
-    private static func read(_ path: String) -> (Data, ino_t)? {
+    private static func read(_ path: String, limit: Int) -> (Data, ino_t)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_size >= 0 else { return nil }
+        // A file larger than the whole cache may hold is no entry of ours:
+        // never read into memory (it reads as empty, a miss, and is removed).
+        guard info.st_size <= limit else { return (Data(), info.st_ino) }
         var data = Data(count: Int(info.st_size))
         let complete = data.withUnsafeMutableBytes { raw -> Bool in
             var offset = 0
@@ -166,30 +176,43 @@ public final class DataCache: @unchecked Sendable {
         let bytes = DataCacheEntry.encode(data, metadata: metadata)
         let path = self.path(for: key)
         let folder = (path as NSString).deletingLastPathComponent
-        let temporary = folder + "/.tmp-\(getpid())-\(counter.withLock { $0 += 1; return $0 })"
+        // Unique across instances and processes (containers may share PIDs).
+        let temporary = folder + "/.tmp-\(UUID().uuidString)"
+        var opened = false
         do {
             if access(folder, F_OK) != 0 {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             }
             let fd = try Syscall.retrying("open") { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+            opened = true
             defer { close(fd) }
             try Syscall.writeAll(fd, bytes)
         } catch {
-            unlink(temporary)
+            if opened { unlink(temporary) }
             throw .diskCache(path: temporary, message: "\(error)")
         }
-        let over = exclusively { ledger -> Bool in
+        let outcome = exclusively { ledger -> (over: Bool, renameError: Int32?) in
             let old = fileSize(path)
             guard rename(temporary, path) == 0 else {
+                let code = errno
                 unlink(temporary)
-                return false
+                return (false, code)
             }
             ledger.size += bytes.count - (old ?? 0)
             ledger.count += old == nil ? 1 : 0
             let limits = self.limits
-            return ledger.size > limits.sizeLimit || ledger.count > limits.countLimit
+            return (ledger.size > limits.sizeLimit || ledger.count > limits.countLimit, nil)
         }
-        if over { maintenance.async { [weak self] in self?.trim(force: false) } }
+        if let code = outcome.renameError {
+            throw .diskCache(path: path, message: "rename failed: \(String(cString: strerror(code)))")
+        }
+        // A ledger can only fall behind the folder (a process stopped between
+        // a rename and its update): rebuilt now and then, not only at start-up.
+        let rebuild = writes.withLock { count -> Bool in
+            count += 1
+            return count % Self.rebuildEvery == 0
+        }
+        if outcome.over || rebuild { maintenance.async { [weak self] in self?.trim(force: rebuild) } }
     }
 
     /// Removes the entry for `key`.
@@ -269,6 +292,7 @@ public final class DataCache: @unchecked Sendable {
                 }
             }
             ledger = Ledger(size: size, count: count)
+            if force { (needsRebuild, rebuildScheduled) = (false, false) }
         }
     }
 
@@ -314,16 +338,25 @@ public final class DataCache: @unchecked Sendable {
     private func exclusively<T>(_ body: (inout Ledger) -> T) -> T {
         processLock.lock()
         defer { processLock.unlock() }
-        _ = try? Syscall.retrying("flock") { flock(lockFD, LOCK_EX) }
-        defer { flock(lockFD, LOCK_UN) }
+        // Without the lock (ENOLCK on some network file systems), the body
+        // still runs but the shared ledger is left alone and rebuilt later.
+        let locked = (try? Syscall.retrying("flock") { flock(lockFD, LOCK_EX) }) != nil
+        defer { if locked { flock(lockFD, LOCK_UN) } }
         var raw = [Int64](repeating: 0, count: 2)
-        let read = raw.withUnsafeMutableBytes { pread(lockFD, $0.baseAddress, 16, 0) }
+        let read = locked ? raw.withUnsafeMutableBytes { pread(lockFD, $0.baseAddress, 16, 0) } : -1
         var ledger = read == 16 ? Ledger(size: Int(raw[0]), count: Int(raw[1])) : Ledger()
         let before = (ledger.size, ledger.count)
         let result = body(&ledger)
-        if (ledger.size, ledger.count) != before || read != 16 {
+        if locked, (ledger.size, ledger.count) != before || read != 16 {
             raw = [Int64(max(0, ledger.size)), Int64(max(0, ledger.count))]
-            _ = raw.withUnsafeBytes { pwrite(lockFD, $0.baseAddress, 16, 0) }
+            let written = raw.withUnsafeBytes { pwrite(lockFD, $0.baseAddress, 16, 0) }
+            if written != 16 { needsRebuild = true }
+        }
+        // A ledger that went negative was behind the folder: rebuilt from it.
+        if !locked || ledger.size < 0 || ledger.count < 0 { needsRebuild = true }
+        if needsRebuild, !rebuildScheduled {
+            rebuildScheduled = true
+            maintenance.async { [weak self] in self?.trim(force: true) }
         }
         return result
     }

@@ -67,7 +67,9 @@ enum DataCacheEntry {
         guard file.count >= headerSize else { return .failure(.short) }
         let bytes = [UInt8](file.prefix(headerSize))
         guard Array(bytes[0..<4]) == magic else { return .failure(.notAnEntry) }
-        guard read(bytes, 4, as: UInt16.self) == version else { return .failure(.unknownVersion) }
+        let fileVersion = read(bytes, 4, as: UInt16.self)
+        guard fileVersion <= version else { return .failure(.newerVersion) }
+        guard fileVersion == version else { return .failure(.unknownVersion) }
         let metaLength = Int(read(bytes, 8, as: UInt32.self))
         let bodyLength = read(bytes, 12, as: UInt64.self)
         guard bodyLength <= UInt64(Int.max - headerSize - metaLength),
@@ -87,7 +89,7 @@ enum DataCacheEntry {
     }
 
     enum DecodeFailure: Error {
-        case short, notAnEntry, unknownVersion, checksum
+        case short, notAnEntry, unknownVersion, newerVersion, checksum
     }
 
     private static func checksum(_ crc: uLong, _ data: Data) -> uLong {

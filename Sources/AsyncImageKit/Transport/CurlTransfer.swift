@@ -108,15 +108,14 @@ final class CurlTransfer: @unchecked Sendable {
             set(aiv_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
         }
         // Headers: the configuration's, then the request's over them. An
-        // empty value ("Name:") makes libcurl send none of that name. A name
-        // or value with a line break or NUL, or a name with a colon, is
-        // dropped (no header injection).
-        var merged = configuration.headers
-        for (name, value) in headers { merged[name] = value }
-        for (name, value) in merged.sorted(by: { $0.key < $1.key }) {
-            // Scalars, not Characters: "\r\n" is one Character, equal to neither.
-            let forbidden = (name + value).unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" }
-            guard !name.isEmpty, !name.contains(":"), !forbidden else { continue }
+        // empty value ("Name:") makes libcurl send none of that name. An
+        // invalid name or value is dropped (see `HTTPHeader`: no injection).
+        // Merged by name, case-insensitively (HTTP names are).
+        var merged: [String: (name: String, value: String)] = [:]
+        for (name, value) in configuration.headers { merged[name.lowercased()] = (name, value) }
+        for (name, value) in headers { merged[name.lowercased()] = (name, value) }
+        for (_, (name, value)) in merged.sorted(by: { $0.key < $1.key }) {
+            guard HTTPHeader.isValid(name: name, value: value) else { continue }
             let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
             guard let list = curl_slist_append(headerList, line) else {
                 ok = false

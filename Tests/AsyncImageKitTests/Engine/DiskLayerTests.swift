@@ -29,6 +29,7 @@ final class DiskLayerTests: XCTestCase {
     private func load(_ loader: AsyncImageLoader, _ request: ImageRequest, _ h: LoaderHarness, outcomes: Int) {
         loader.loadImage(request, success: h.log.success, failure: h.log.failure)
         wait(for: [h.log.outcomes(outcomes, self)], timeout: 15)
+        loader.flushDiskWrites()
     }
 
     func testBodiesComeBackFromDiskAfterARestart() throws {

@@ -29,6 +29,7 @@ final class HTTPCachingTests: XCTestCase {
         loader.loadImage(request, success: h.log.success, failure: h.log.failure)
         wait(for: [h.log.outcomes(outcomes, self)], timeout: 15)
         h.drainDeliveries()
+        loader.flushDiskWrites()
     }
 
     /// An ETag and no freshness: every use revalidates; a 304 serves the
@@ -90,6 +91,7 @@ final class HTTPCachingTests: XCTestCase {
         wait(for: [h.server.arrival(of: url, self)], timeout: 15)
         h.server.release(url)
         wait(for: [h.log.outcomes(4, self)], timeout: 15)
+        loader.flushDiskWrites()
         XCTAssertEqual(h.server.requestCount(url), 2, "one conditional request for three")
         XCTAssertEqual(h.server.headers(of: url)?["if-modified-since"], "Mon, 02 Jan 2006 15:04:05 GMT")
     }
@@ -116,7 +118,9 @@ final class HTTPCachingTests: XCTestCase {
         XCTAssertEqual(h.server.requestCount(vary), 1, "same tenant: the stored one")
         load(ImageRequest(url: vary, headers: ["X-Tenant": "b"]), h, disk, outcomes: 5)
         XCTAssertEqual(h.server.requestCount(vary), 2, "another tenant: not the stored one")
-        XCTAssertEqual(disk.entry(for: vary.absoluteString)?.metadata.varyHeaders, ["x-tenant": "b"])
+        let key = AsyncImageLoader.diskKey(for: ImageRequest(url: vary, headers: ["X-Tenant": "b"]))
+        XCTAssertEqual(disk.entry(for: key)?.metadata.varyHeaders, ["x-tenant": "b"])
+        XCTAssertNil(disk.entry(for: vary.absoluteString), "entries are keyed with their request headers")
     }
 
     /// Offline, a stale entry is better than nothing.

@@ -66,13 +66,19 @@ final class RequestHeaderTests: XCTestCase {
         let h = try LoaderHarness()
         let url = h.server.url(5)
         let done = expectation(description: "loaded")
-        DataLoader().loadData(from: url, headers: ["Accept": "", "X-One": "1"]) { result in
+        // Names match case-insensitively ("accept" removes the default "Accept");
+        // names that are not tokens are never sent (no folding into the line before).
+        DataLoader().loadData(from: url, headers: ["accept": "", "X-One": "1", " X-Fold": "2", "X Two": "3", "X-Ctl": "a\u{7F}"]) { result in
             if case .failure(let error) = result { XCTFail("\(error)") }
             done.fulfill()
         }
         wait(for: [done], timeout: 15)
         let sent = try XCTUnwrap(h.server.headers(of: url))
-        XCTAssertNil(sent["accept"], "an empty value removes the header")
+        XCTAssertNil(sent["accept"], "an empty value removes the header, whatever its case")
         XCTAssertEqual(sent["x-one"], "1")
+        XCTAssertNil(sent["x-fold"])
+        XCTAssertNil(sent["x two"])
+        XCTAssertNil(sent["x-ctl"])
+        XCTAssertEqual(Set(sent.keys), ["host", "accept-encoding", "x-one", "user-agent"], "nothing else was sent")
     }
 }

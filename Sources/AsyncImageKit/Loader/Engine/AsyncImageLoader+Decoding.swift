@@ -44,9 +44,12 @@ extension AsyncImageLoader {
                 try decoders.decode(data, options: options)
             }.mapError { $0.with(url: url) }
             // A body that decoded goes to the disk cache, once (never one that
-            // failed to decode, nor one cut short: that is a transport failure).
+            // failed to decode, nor one cut short: that is a transport
+            // failure), after this size's deliveries, on the disk queue: a
+            // disk that waits for another process's lock delays no image.
+            var storeOnDisk: (@Sendable () -> Void)?
             if case .success = outcome {
-                let store = state.withLock { _ -> (DataCache, DataCacheMetadata)? in
+                let store = state.withLock { _ -> (DataCache, DataCacheMetadata, String)? in
                     guard let disk = job.diskCache, !job.bodyFromDisk, !job.storedToDisk else { return nil }
                     job.storedToDisk = true
                     // What HTTP allows to be stored (no `no-store`, no `Vary: *`), with its freshness.
@@ -55,13 +58,18 @@ extension AsyncImageLoader {
                             status: job.statusCode, headers: job.responseHeaders, requestHeaders: job.headers,
                             contentType: job.contentType, now: Date().timeIntervalSince1970)
                     else { return nil }
-                    return (disk, metadata)
+                    return (disk, metadata, job.diskKey)
                 }
-                if let (disk, metadata) = store {
-                    do {
-                        try disk.store(data, for: url.absoluteString, metadata: metadata)
-                    } catch {
-                        state.withLock { $0.logger }.warning("could not store \(url.absoluteString) on disk: \(error)")
+                if let (disk, metadata, diskKey) = store {
+                    let logger = state.withLock { $0.logger }
+                    storeOnDisk = { [diskQueue] in
+                        diskQueue.async {
+                            do {
+                                try disk.store(data, for: diskKey, metadata: metadata)
+                            } catch {
+                                logger.warning("could not store \(url.absoluteString) on disk: \(error)")
+                            }
+                        }
                     }
                 }
             }
@@ -93,6 +101,7 @@ extension AsyncImageLoader {
                     let result = outcome.flatMap { Self.checked($0, for: record) }
                     self.scheduleDelivery(record, result, cache: record.cache, &state, &effects)
                 }
+                if let storeOnDisk { effects.append(storeOnDisk) }
                 if let next = job.nextDecode() {
                     if next.key == key {
                         let (logger, limit) = (state.logger, next.options.maxPixels)

@@ -138,8 +138,15 @@ extension AsyncImageLoader {
         case .loading(let task):
             let (logger, url) = (state.logger, job.url.absoluteString)
             effects.append { logger.debug("cancelling the transfer of \(url): no request needs it any more") }
-            // If the transfer's handler was already claimed, transferFinished frees the slot.
-            if task.cancel() { finish(job, &state, &effects) }
+            if task.cancel() {
+                finish(job, &state, &effects)
+            } else if state.jobs[job.key] === job {
+                // Its completion is still to come (or the transfer is starting
+                // and is cancelled when its task arrives): it keeps its slot
+                // until then, and transferFinished frees it. No new request
+                // joins it: a later one starts a transfer of its own.
+                state.jobs[job.key] = nil
+            }
         case .awaitingDecoder:
             state.awaitingDecoder.removeAll { $0 === job }
             finish(job, &state, &effects)

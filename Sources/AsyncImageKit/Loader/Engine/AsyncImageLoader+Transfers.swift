@@ -50,12 +50,14 @@ extension AsyncImageLoader {
         job.diskCache = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
         let writeDisk = job.diskCache
-        let offline = job.policy.contains(.skipNetwork)
-        let key = job.url.absoluteString
+        // `file` URLs are local: never "not cached".
+        let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
+        let key = job.diskKey
         // The network, with validators when a stale entry is revalidated:
         // a 304 serves the stored body (its metadata refreshed), a 200 replaces it.
         let network: @Sendable (_ stale: (data: Data, metadata: DataCacheMetadata)?) -> Void = { [weak self] stale in
-            guard let self, !handle.isCancelled else { return }
+            // From here until the task is attached, a cancel waits for it (see `TransferHandle`).
+            guard let self, handle.beginStarting() else { return }
             var request = request
             if let stale { request.headers.merge(HTTPCaching.validators(stale.metadata)) { $1 } }
             modifier?(&request)
@@ -73,7 +75,9 @@ extension AsyncImageLoader {
                 }
                 self.transferFinished(job, handle, result)
             }
-            handle.attach(task)
+            // Cancelled while starting, and the task will never complete:
+            // the slot is freed as for a transfer nobody needs any more.
+            if handle.attach(task) { self.transferFinished(job, handle, .failure(.transport(request.url, code: 0, message: "cancelled"))) }
         }
         guard readDisk != nil || offline else {
             effects.append { network(nil) }

@@ -45,12 +45,15 @@ final class LoadJob: @unchecked Sendable {
         self.url = record.request.url
         self.headers = record.request.headers
         self.key = record.jobKey
+        self.diskKey = record.diskKey
         self.policy = record.request.cachePolicy.intersection(Self.transferPolicy)
     }
 
     /// The parts of a cache policy that shape a transfer (requests share a
     /// job only when these are equal).
     static let transferPolicy: ImageCachePolicy = [.skipDiskReads, .skipDiskWrites, .skipNetwork]
+    /// Its body's key in the disk cache (URL and headers).
+    let diskKey: String
     /// Its requests' policy (its transfer part).
     let policy: ImageCachePolicy
     /// Where its body is stored once decoded (nil: nowhere), chosen when it starts.

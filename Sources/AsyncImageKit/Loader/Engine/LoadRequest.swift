@@ -70,11 +70,20 @@ final class LoadRequest: @unchecked Sendable {
 
     /// The key of the transfer it may share: its URL and its headers.
     var jobKey: String {
-        var key = urlKey
         let policy = request.cachePolicy.intersection(LoadJob.transferPolicy)
-        if !policy.isEmpty { key += "\n#policy \(policy.rawValue)" }
-        guard !request.headers.isEmpty else { return key }
-        return key + request.headers.sorted { $0.key < $1.key }.map { "\n\($0.key): \($0.value)" }.joined()
+        guard !policy.isEmpty || !request.headers.isEmpty else { return urlKey }
+        return urlKey + "\n" + String(policy.rawValue) + LoadRequest.encode(request.headers)
+    }
+
+    /// The key of its body in the disk cache: its URL and its headers (a body
+    /// fetched with one `Authorization` is never another's).
+    var diskKey: String { urlKey + LoadRequest.encode(request.headers) }
+
+    /// Headers in one unambiguous string: each name and value length-prefixed,
+    /// names lowercased, in order.
+    static func encode(_ headers: [String: String]) -> String {
+        headers.map { ($0.key.lowercased(), $0.value) }.sorted { $0.0 < $1.0 }
+            .map { "\n\($0.0.utf8.count):\($0.0)\($0.1.utf8.count):\($0.1)" }.joined()
     }
 
     /// Waiting in the queue: pending, and its job not started.
