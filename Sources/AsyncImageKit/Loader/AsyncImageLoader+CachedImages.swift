@@ -35,8 +35,8 @@ extension AsyncImageLoader {
     }
 
     /// Waits until the disk cache writes the loader has scheduled so far are
-    /// done (bodies are stored after their images are delivered): before a
-    /// process exits, or in a test.
+    /// done (bodies are stored in the background; every image delivered so
+    /// far has had its store scheduled): before a process exits, or in a test.
     public func flushDiskWrites() {
         diskQueue.sync(flags: .barrier) {}
         state.withLock { $0.diskCache }?.flush()

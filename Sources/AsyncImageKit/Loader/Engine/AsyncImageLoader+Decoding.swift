@@ -45,8 +45,8 @@ extension AsyncImageLoader {
             }.mapError { $0.with(url: url) }
             // A body that decoded goes to the disk cache, once (never one that
             // failed to decode, nor one cut short: that is a transport
-            // failure), after this size's deliveries, on the disk queue: a
-            // disk that waits for another process's lock delays no image.
+            // failure), on the disk queue: a disk that waits for another
+            // process's lock delays no image.
             var storeOnDisk: (@Sendable () -> Void)?
             if case .success = outcome {
                 let store = state.withLock { _ -> (DataCache, DataCacheMetadata, String)? in
@@ -96,12 +96,15 @@ extension AsyncImageLoader {
                 if case .success(let image) = outcome, !late.isEmpty {
                     effects.append { late.forEach { $0.setImage(image, for: key) } }
                 }
+                // Handed to the disk queue before any delivery is scheduled (it
+                // runs there, never holding up this thread): once a caller has
+                // its image, `flushDiskWrites()` waits for the store.
+                if let storeOnDisk { effects.append(storeOnDisk) }
                 for record in job.requests(for: key) where !decodeAgain(record) {
                     job.leave(record)
                     let result = outcome.flatMap { Self.checked($0, for: record) }
                     self.scheduleDelivery(record, result, cache: record.cache, &state, &effects)
                 }
-                if let storeOnDisk { effects.append(storeOnDisk) }
                 if let next = job.nextDecode() {
                     if next.key == key {
                         let (logger, limit) = (state.logger, next.options.maxPixels)
