@@ -7,8 +7,11 @@ import Foundation
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench resize | cache
+///     .build/release/asyncimage-bench disk [--count N] [--entries N]
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
+/// `disk`: the disk cache: cold loads, warm disk hits and 304 revalidations
+/// at display size, and start-up and lookups with many entries.
 /// `loader`: AsyncImageLoader against URLSession + TaskGroup over loopback
 /// HTTP, at several concurrency levels, full size and display size, each run
 /// in a child process so peak memory is its own; plus memory-cache hits.
@@ -32,11 +35,13 @@ case "scale":
     try runScaleBenchmark(parseScaleOptions(arguments.dropFirst()))
 case "resize":
     runResizeBenchmark(seconds: parseOptions(arguments.dropFirst()).seconds)
+case "disk":
+    try runDiskBenchmark(parseDiskOptions(arguments.dropFirst()))
 case "serve":
     try serveFolder(Array(arguments.dropFirst()))
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -76,7 +76,7 @@ public final class DataCache: @unchecked Sendable {
     private var needsRebuild = false
     private var rebuildScheduled = false
     private let maintenance = DispatchQueue(label: "AsyncImageKit.data-cache", qos: .utility)
-    /// Writes by this instance: every ``rebuildEvery``-th rebuilds the ledger.
+    /// Writes by this instance since its last scheduled rebuild of the ledger.
     private let writes = Locked<Int>(0)
     static let rebuildEvery = 500
 
@@ -191,26 +191,30 @@ public final class DataCache: @unchecked Sendable {
             if opened { unlink(temporary) }
             throw .diskCache(path: temporary, message: "\(error)")
         }
-        let outcome = exclusively { ledger -> (over: Bool, renameError: Int32?) in
+        let outcome = exclusively { ledger -> (over: Bool, count: Int, renameError: Int32?) in
             let old = fileSize(path)
             guard rename(temporary, path) == 0 else {
                 let code = errno
                 unlink(temporary)
-                return (false, code)
+                return (false, ledger.count, code)
             }
             ledger.size += bytes.count - (old ?? 0)
             ledger.count += old == nil ? 1 : 0
             let limits = self.limits
-            return (ledger.size > limits.sizeLimit || ledger.count > limits.countLimit, nil)
+            return (ledger.size > limits.sizeLimit || ledger.count > limits.countLimit, ledger.count, nil)
         }
         if let code = outcome.renameError {
             throw .diskCache(path: path, message: "rename failed: \(String(cString: strerror(code)))")
         }
         // A ledger can only fall behind the folder (a process stopped between
-        // a rename and its update): rebuilt now and then, not only at start-up.
+        // a rename and its update): rebuilt now and then, not only at
+        // start-up; after as many writes as there are entries (at least
+        // `rebuildEvery`), so the scans cost O(1) a write, amortized.
         let rebuild = writes.withLock { count -> Bool in
             count += 1
-            return count % Self.rebuildEvery == 0
+            guard count >= max(Self.rebuildEvery, outcome.count) else { return false }
+            count = 0
+            return true
         }
         if outcome.over || rebuild { maintenance.async { [weak self] in self?.trim(force: rebuild) } }
     }

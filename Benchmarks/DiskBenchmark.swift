@@ -1,0 +1,139 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import LoopbackHTTP
+
+// asyncimage-bench disk [--count N] [--entries N]: the disk cache against
+// the network it saves, in one run, on 127.0.0.1 only.
+//
+// 1. Loads of N photos (the loader benchmark's set) at display size
+//    (256x256) through a loader with a disk cache, served by an in-process
+//    loopback server: cold (empty disk: network, decode, store), warm (a new
+//    loader with an empty memory cache over the same disk: disk, decode),
+//    and revalidated (the server sends `no-cache`: every load asks again
+//    and gets a 304, then decodes the stored body). Images per second, CPU
+//    per image, and the requests the server saw.
+// 2. A DataCache with `--entries` small entries: the time `init` takes
+//    (start-up never waits for the folder), the time the background rebuild
+//    takes (`flush`), and lookup latency for hits and misses (median, p99).
+
+/// Options of `disk`.
+struct DiskOptions {
+    var count = 100
+    var entries = 100_000
+}
+
+func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
+    var options = DiskOptions()
+    var rest = arguments.makeIterator()
+    while let flag = rest.next() {
+        switch flag {
+        case "--count": options.count = rest.next().flatMap { Int($0) } ?? options.count
+        case "--entries": options.entries = rest.next().flatMap { Int($0) } ?? options.entries
+        default:
+            print("unknown option \(flag)")
+            exit(2)
+        }
+    }
+    return options
+}
+
+func runDiskBenchmark(_ options: DiskOptions) throws {
+    let work = URL(fileURLWithPath: "bench-output/disk-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: work) }
+    let names = try makeImageSet(count: options.count, folder: URL(fileURLWithPath: "bench-output/loader-set"))
+    let bodies = try names.map { try Data(contentsOf: URL(fileURLWithPath: "bench-output/loader-set/\($0)")) }
+    let megabytes = Double(bodies.reduce(0) { $0 + $1.count }) / 1e6
+    let revalidating = Locked(false)
+    let requests = Locked(0)
+    let server = try LoopbackServer { request, connection in
+        requests.withLock { $0 += 1 }
+        guard let index = Int(request.path.dropFirst().split(separator: ".").first ?? ""), index < bodies.count else {
+            return connection.respond(status: 404, body: Data())
+        }
+        let etag = "\"\(index)\""
+        if revalidating.withLock({ $0 }) {
+            if request.headers["if-none-match"] == etag {
+                return connection.respond(status: 304, headers: [("ETag", etag), ("Cache-Control", "no-cache")], body: Data())
+            }
+            return connection.respond(
+                status: 200, headers: [("ETag", etag), ("Cache-Control", "no-cache"), ("Content-Type", "image/jpeg")],
+                body: bodies[index])
+        }
+        connection.respond(
+            status: 200, headers: [("ETag", etag), ("Cache-Control", "max-age=3600"), ("Content-Type", "image/jpeg")],
+            body: bodies[index])
+    }
+    defer { server.stop() }
+    let urls = (0..<bodies.count).map { server.url("/\($0).jpg") }
+    print("disk: \(bodies.count) photos (\(String(format: "%.0f", megabytes)) MB) at 256x256 through a loader with a disk cache, 2 loads")
+    print("workload                       images/s  CPU ms/image  server requests")
+
+    func pass(_ name: String, disk: DataCache) {
+        let loader = AsyncImageLoader(
+            configuration: .init(
+                cache: ImageCache(), deliveryQueue: DispatchQueue(label: "disk bench"),
+                notificationCenter: NotificationCenter(), diskCache: disk))
+        let before = requests.withLock { $0 }
+        let (start, cpu) = (now(), cpuSeconds())
+        let done = DispatchGroup()
+        for url in urls {
+            done.enter()
+            loader.loadImage(
+                ImageRequest(url: url, targetSize: PixelSize(width: 256, height: 256)), target: nil,
+                success: ImageAction("bench") { _, _, _ in done.leave() },
+                failure: ImageFailureAction("bench") { _, error, _ in
+                    print("  failure: \(error)")
+                    done.leave()
+                })
+        }
+        done.wait()
+        loader.flushDiskWrites()
+        let seconds = now() - start
+        let perImage = (cpuSeconds() - cpu) * 1000 / Double(urls.count)
+        let padded = name.padding(toLength: 28, withPad: " ", startingAt: 0)
+        print(padded + String(format: " %10.1f %13.2f %16d", Double(urls.count) / seconds, perImage, requests.withLock { $0 } - before))
+    }
+
+    let disk = try DataCache(directory: work.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
+    pass("cold (network, store)", disk: disk)
+    pass("warm disk, fresh", disk: disk)
+    revalidating.withLock { $0 = true }
+    try? FileManager.default.removeItem(at: work.appendingPathComponent("loads"))
+    let revalidated = try DataCache(directory: work.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
+    pass("cold, no-cache", disk: revalidated)
+    pass("revalidated (304)", disk: revalidated)
+
+    // A folder of many small entries: start-up and lookups.
+    let folder = work.appendingPathComponent("many")
+    do {
+        let filling = try DataCache(directory: folder, limits: .init(sizeLimit: 1 << 32, countLimit: Int.max))
+        let body = Data(repeating: 7, count: 200)
+        let start = now()
+        for index in 0..<options.entries { try filling.store(body, for: "key-\(index)") }
+        filling.flush()
+        print(String(format: "\n%d entries of 200 bytes written in %.1f s (%.0f us a write)", options.entries, now() - start, (now() - start) * 1e6 / Double(options.entries)))
+    }
+    let opening = now()
+    let cache = try DataCache(directory: folder, limits: .init(sizeLimit: 1 << 32, countLimit: Int.max))
+    let opened = now() - opening
+    var hits: [Double] = []
+    var misses: [Double] = []
+    var random = SplitMix64(seed: 5)
+    for round in 0..<4000 {
+        let key = round % 2 == 0 ? "key-\(random.next() % UInt64(options.entries))" : "absent-\(round)"
+        let t = now()
+        let found = cache.data(for: key) != nil
+        (found ? { hits.append(now() - t) } : { misses.append(now() - t) })()
+    }
+    let lookupsDone = now() - opening
+    cache.flush()
+    let rebuilt = now() - opening
+    func percentile(_ values: [Double], _ p: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1e6
+    }
+    print(String(format: "start-up: init returned in %.2f ms; 4,000 lookups done %.0f ms after it; the background rebuild done %.0f ms after it", opened * 1000, lookupsDone * 1000, rebuilt * 1000))
+    print(String(format: "lookups (during the rebuild): hit median %.1f us, p99 %.1f us; miss median %.1f us, p99 %.1f us (%d hits, %d misses)", percentile(hits, 0.5), percentile(hits, 0.99), percentile(misses, 0.5), percentile(misses, 0.99), hits.count, misses.count))
+    print("ledger after the rebuild: \(cache.count) entries, \(cache.totalSize / 1_000_000) MB")
+}
