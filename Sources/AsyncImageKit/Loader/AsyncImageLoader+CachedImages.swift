@@ -9,7 +9,7 @@ extension AsyncImageLoader {
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
         if !policy.contains(.skipMemoryReads), cache?.image(for: request.cacheKey) != nil { return true }
-        if !policy.contains(.skipDiskReads), disk?.contains(Self.diskKey(for: request)) == true { return true }
+        if !policy.contains(.skipDiskReads), disk?.contains(LoadRequest.diskKey(for: request)) == true { return true }
         return false
     }
 
@@ -26,7 +26,7 @@ extension AsyncImageLoader {
         {
             return image
         }
-        guard !policy.contains(.skipDiskReads), let entry = disk?.entry(for: Self.diskKey(for: request)),
+        guard !policy.contains(.skipDiskReads), let entry = disk?.entry(for: LoadRequest.diskKey(for: request)),
             HTTPCaching.matches(entry.metadata, requestHeaders: request.headers),
             let image = try? decoders.decode(entry.data, options: request.options)
         else { return nil }
@@ -40,10 +40,5 @@ extension AsyncImageLoader {
     public func flushDiskWrites() {
         diskQueue.sync(flags: .barrier) {}
         state.withLock { $0.diskCache }?.flush()
-    }
-
-    /// The disk cache's key for `request`'s body (its URL and headers).
-    static func diskKey(for request: ImageRequest) -> String {
-        request.cacheKey.url + LoadRequest.encode(request.headers)
     }
 }

@@ -259,27 +259,11 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
 
 /// Blends two images (the first frames) for a crossfade.
 enum Crossfade {
-    /// `new` with its alpha scaled by `fraction`: a fade in from transparent.
+    /// `new` fading in from transparent: the blend from a transparent
+    /// picture of its size.
     static func fadeIn(_ new: Image, fraction: Double) -> Image {
-        let f = min(1, max(0, fraction))
-        var out = Data(count: new.width * new.height * 4)
-        out.withUnsafeMutableBytes { raw in
-            let dst = raw.bindMemory(to: UInt8.self).baseAddress!
-            new.pixels.withUnsafeBytes { b in
-                let pb = b.bindMemory(to: UInt8.self).baseAddress!
-                for y in 0..<new.height {
-                    for x in 0..<new.width {
-                        let i = y * new.bytesPerRow + x * 4
-                        let o = dst + (y * new.width + x) * 4
-                        o[0] = pb[i]
-                        o[1] = pb[i + 1]
-                        o[2] = pb[i + 2]
-                        o[3] = UInt8((Double(pb[i + 3]) * f).rounded())
-                    }
-                }
-            }
-        }
-        return Image(width: new.width, height: new.height, rgba: out)
+        let transparent = Image(width: new.width, height: new.height, rgba: Data(count: new.width * new.height * 4))
+        return blend(from: transparent, to: new, fraction: fraction)
     }
 
     /// `old` (resized to `new`'s size) blended into `new`; `new` itself when

@@ -11,12 +11,8 @@ import XCTest
 final class DataCacheTests: XCTestCase {
     private var folder: URL!
 
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("datacache-\(UUID().uuidString)")
-    }
-
-    override func tearDownWithError() throws {
-        if let folder { try? FileManager.default.removeItem(at: folder) }
+    override func setUp() {
+        folder = temporaryFolder("datacache")
     }
 
     func testSHA256MatchesTheStandardsVectors() {

@@ -7,12 +7,8 @@ import XCTest
 final class DiskLayerTests: XCTestCase {
     private var folder: URL!
 
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("disklayer-\(UUID().uuidString)")
-    }
-
-    override func tearDownWithError() throws {
-        if let folder { try? FileManager.default.removeItem(at: folder) }
+    override func setUp() {
+        folder = temporaryFolder("disklayer")
     }
 
     /// A loader with its own memory cache over the shared disk cache (a

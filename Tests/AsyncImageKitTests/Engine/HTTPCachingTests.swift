@@ -10,12 +10,8 @@ import XCTest
 final class HTTPCachingTests: XCTestCase {
     private var folder: URL!
 
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("httpcache-\(UUID().uuidString)")
-    }
-
-    override func tearDownWithError() throws {
-        if let folder { try? FileManager.default.removeItem(at: folder) }
+    override func setUp() {
+        folder = temporaryFolder("httpcache")
     }
 
     private static func png(_ n: Int) -> Data {
@@ -118,7 +114,7 @@ final class HTTPCachingTests: XCTestCase {
         XCTAssertEqual(h.server.requestCount(vary), 1, "same tenant: the stored one")
         load(ImageRequest(url: vary, headers: ["X-Tenant": "b"]), h, disk, outcomes: 5)
         XCTAssertEqual(h.server.requestCount(vary), 2, "another tenant: not the stored one")
-        let key = AsyncImageLoader.diskKey(for: ImageRequest(url: vary, headers: ["X-Tenant": "b"]))
+        let key = LoadRequest.diskKey(for: ImageRequest(url: vary, headers: ["X-Tenant": "b"]))
         XCTAssertEqual(disk.entry(for: key)?.metadata.varyHeaders, ["x-tenant": "b"])
         XCTAssertNil(disk.entry(for: vary.absoluteString), "entries are keyed with their request headers")
     }

@@ -26,6 +26,14 @@ final class Counter: @unchecked Sendable {
 }
 
 extension XCTestCase {
+    /// A fresh folder under the temporary directory (not created), removed
+    /// when the test ends.
+    func temporaryFolder(_ prefix: String) -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        return folder
+    }
+
     /// Asserts that `body` throws an ``AsyncImageError`` and returns it.
     func assertDecodingFails(
         _ body: () throws -> Image, file: StaticString = #filePath, line: UInt = #line

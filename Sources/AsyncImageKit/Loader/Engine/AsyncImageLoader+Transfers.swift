@@ -14,7 +14,8 @@ extension AsyncImageLoader {
                 assertionFailure("a lane was filed with no queued request")
                 continue
             }
-            for waiting in job.orderedRequests where waiting.targetIsDead(&effects.keep) {
+            var requests = job.orderedRequests
+            for waiting in requests where waiting.targetIsDead(&effects.keep) {
                 cancelRecord(waiting, &state, &effects)
             }
             // Still queued: it has requests (a job left empty has finished).
@@ -22,8 +23,8 @@ extension AsyncImageLoader {
                 state.queue.refile(lane)
                 continue
             }
+            requests.removeAll { $0.state != .pending }
             start(job, &state, &effects)
-            let requests = job.orderedRequests
             for waiting in requests {
                 guard let other = waiting.lane else { continue }
                 other.leaveQueue(waiting.priority)
@@ -64,9 +65,13 @@ extension AsyncImageLoader {
             let task = self.dataLoader.loadData(request) { [weak self] result in
                 guard let self else { return }
                 if let stale, case .success(let response) = result, response.statusCode == 304 {
-                    let now = Date().timeIntervalSince1970
-                    try? writeDisk?.store(
-                        stale.data, for: key, metadata: HTTPCaching.refreshed(stale.metadata, by: response.headers, now: now))
+                    // The refreshed entry is written on the disk queue, not on the
+                    // transport's completion queue (handed over before the
+                    // deliveries, so `flushDiskWrites()` covers it).
+                    let refreshed = HTTPCaching.refreshed(stale.metadata, by: response.headers, now: Date().timeIntervalSince1970)
+                    if let writeDisk {
+                        self.diskQueue.async { try? writeDisk.store(stale.data, for: key, metadata: refreshed) }
+                    }
                     let body = DataResponse(
                         url: response.url, finalURL: response.finalURL, statusCode: 304,
                         contentType: stale.metadata.contentType, data: stale.data, headers: response.headers)

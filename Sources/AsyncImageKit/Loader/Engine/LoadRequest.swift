@@ -77,7 +77,12 @@ final class LoadRequest: @unchecked Sendable {
 
     /// The key of its body in the disk cache: its URL and its headers (a body
     /// fetched with one `Authorization` is never another's).
-    var diskKey: String { urlKey + LoadRequest.encode(request.headers) }
+    var diskKey: String { Self.diskKey(for: request) }
+
+    /// The disk cache's key for `request`'s body: its URL and its headers.
+    static func diskKey(for request: ImageRequest) -> String {
+        request.cacheKey.url + encode(request.headers)
+    }
 
     /// Headers in one unambiguous string: each name and value length-prefixed,
     /// names lowercased, in order.
