@@ -21,6 +21,12 @@ public struct DataCacheMetadata: Sendable, Hashable, Codable {
     public var varyHeaders: [String: String]?
     /// `Cache-Control: no-cache`: stored, but revalidated before every use.
     public var requiresRevalidation: Bool?
+    /// Which stored response an entry belongs to: an ``AsyncImageLoader``
+    /// keeps a response's headers, its body and its processed images as
+    /// separate entries, each with the response's generation, and uses
+    /// an entry only while its generation matches the headers' (a `200`
+    /// that replaced the response orphans the others, a `304` keeps them).
+    public var generation: String?
 
     /// Metadata with the given validators and freshness.
     public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Double? = nil, contentType: String? = nil) {

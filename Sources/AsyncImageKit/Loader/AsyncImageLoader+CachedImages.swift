@@ -2,15 +2,17 @@ import Foundation
 
 extension AsyncImageLoader {
     /// Whether `request`'s image can be had without the network: in the
-    /// memory cache, or its body in the disk cache (the file exists; it is
-    /// not read). Follows the request's ``ImageRequest/cachePolicy``.
-    /// (ThumbnailService's `hasDiskCacheForRequest`.)
+    /// memory cache, or on disk (its response's headers and its processed
+    /// image or body: the files exist; they are not read). Follows the
+    /// request's ``ImageRequest/cachePolicy``. (ThumbnailService's
+    /// `hasDiskCacheForRequest`.)
     public func hasCachedImage(for request: ImageRequest) -> Bool {
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
         if !policy.contains(.skipMemoryReads), cache?.image(for: request.cacheKey) != nil { return true }
-        if !policy.contains(.skipDiskReads), disk?.contains(LoadRequest.diskKey(for: request)) == true { return true }
-        return false
+        guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return false }
+        return ImageDiskStore(cache: disk).contains(
+            LoadRequest.diskKey(for: request), processing: request.cacheKey.processing)
     }
 
     /// `request`'s image now, or nil: from the memory cache, else decoded on
@@ -26,10 +28,23 @@ extension AsyncImageLoader {
         {
             return image
         }
-        guard !policy.contains(.skipDiskReads), let entry = disk?.entry(for: LoadRequest.diskKey(for: request)),
-            HTTPCaching.matches(entry.metadata, requestHeaders: request.headers),
-            let image = try? decoders.decode(entry.data, options: request.options)
+        guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return nil }
+        // The processed image if one is stored (no decode of the original),
+        // else the body, decoded here.
+        let store = ImageDiskStore(cache: disk)
+        let key = LoadRequest.diskKey(for: request)
+        let processing = request.cacheKey.processing
+        guard let metadata = store.headers(for: key, requestHeaders: request.headers),
+            let generation = metadata.generation
         else { return nil }
+        var image: Image?
+        if !processing.isEmpty, let stored = store.processed(for: key, processing: processing, generation: generation) {
+            image = StoredImage.decode(stored, decoders: decoders)
+        }
+        if image == nil, let body = store.original(for: key, generation: generation) {
+            image = try? decoders.decode(body, options: request.options)
+        }
+        guard let image, request.options.limitFailure(for: image) == nil else { return nil }
         if !policy.contains(.skipMemoryWrites) { cache?.setImage(image, for: request.cacheKey) }
         return image
     }
@@ -39,6 +54,7 @@ extension AsyncImageLoader {
     /// far has had its store scheduled): before a process exits, or in a test.
     public func flushDiskWrites() {
         diskQueue.sync(flags: .barrier) {}
+        diskWrites.sync {}
         state.withLock { $0.diskCache }?.flush()
     }
 }

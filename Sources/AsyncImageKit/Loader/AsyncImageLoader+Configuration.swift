@@ -30,10 +30,17 @@ extension AsyncImageLoader {
         public var notificationCenter: NotificationCenter
         /// The transport (default: a ``DataLoader`` with default limits).
         public var dataLoader: any DataLoading
-        /// Where original bodies are kept on disk, between the memory cache
-        /// and the network (default nil: none). A body is stored once it
-        /// decoded; requests choose with ``ImageRequest/cachePolicy``.
+        /// The disk cache, between the memory cache and the network (default
+        /// nil: none). A body is stored once it decoded, and a display-size
+        /// request's processed image once it was made (see ``diskStorage``);
+        /// requests choose with ``ImageRequest/cachePolicy``.
         public var diskCache: DataCache?
+        /// What goes to ``diskCache``: original bodies, processed images, or
+        /// both (the default). A request may choose for itself with
+        /// ``ImageRequest/diskStorage``.
+        public var diskStorage: DiskStorage
+        /// How processed images are written to disk (default ``ProcessedImageEncoding/automatic``).
+        public var processedImageEncoding: ProcessedImageEncoding
         /// The decoders, picked by sniffed format (default ``ImageDecoderRegistry/default``).
         public var decoders: ImageDecoderRegistry
         /// The share of ``concurrentLoads`` that prefetch transfers may hold
@@ -55,13 +62,16 @@ extension AsyncImageLoader {
             cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
             notificationCenter: NotificationCenter = .default, dataLoader: (any DataLoading)? = nil,
-            diskCache: DataCache? = nil,
+            diskCache: DataCache? = nil, diskStorage: DiskStorage = .both,
+            processedImageEncoding: ProcessedImageEncoding = .automatic,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
             requestModifier: (@Sendable (inout DataRequest) -> Void)? = nil,
             logger: Logger = AsyncImageLoader.silentLogger
         ) {
             self.requestModifier = requestModifier
             self.diskCache = diskCache
+            self.diskStorage = diskStorage
+            self.processedImageEncoding = processedImageEncoding
             self.cache = cache
             self.concurrentLoads = concurrentLoads
             self.loadingTimeout = loadingTimeout

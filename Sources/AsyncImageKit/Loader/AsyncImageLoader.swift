@@ -72,6 +72,10 @@ public final class AsyncImageLoader: Sendable {
     let timerQueue = DispatchQueue(label: "AsyncImageKit.loader-timers")
     /// Disk cache reads, off the callers' threads and the transport's.
     let diskQueue = DispatchQueue(label: "AsyncImageKit.disk", qos: .userInitiated, attributes: .concurrent)
+    /// Disk cache writes, one at a time in the order they were handed over
+    /// (a response's headers before its parts; see ``ImageDiskStore``), off
+    /// the decoders (processed images are encoded here).
+    let diskWrites = DispatchQueue(label: "AsyncImageKit.disk-writes", qos: .utility)
     let dataLoader: any DataLoading
     let decoders: ImageDecoderRegistry
 
@@ -201,11 +205,18 @@ extension AsyncImageLoader {
         }
     }
 
-    /// Where original bodies are kept on disk (see ``Configuration/diskCache``).
-    /// A change affects transfers started later.
+    /// The disk cache (see ``Configuration/diskCache``). A change affects
+    /// transfers started later.
     public var diskCache: DataCache? {
         get { state.withLock { $0.diskCache } }
         set { replace(\.diskCache, with: newValue) }
+    }
+
+    /// What goes to the disk cache (see ``Configuration/diskStorage``). A
+    /// change affects requests made later.
+    public var diskStorage: DiskStorage {
+        get { state.withLock { $0.diskStorage } }
+        set { replace(\.diskStorage, with: newValue) }
     }
 
     /// Called just before each transfer starts (see ``Configuration/requestModifier``).

@@ -22,6 +22,11 @@ public struct ImageRequest: Sendable, Hashable {
     /// (default ``ImageCachePolicy/useCaches``). Requests share a transfer
     /// only when their policies are equal.
     public var cachePolicy: ImageCachePolicy
+    /// What the disk cache keeps for it: nil (the default) follows the
+    /// loader's ``AsyncImageLoader/Configuration/diskStorage``. Requests for
+    /// one URL share a transfer whatever they choose; what any of them asks
+    /// for is kept.
+    public var diskStorage: DiskStorage?
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -32,11 +37,14 @@ public struct ImageRequest: Sendable, Hashable {
     ///   - priority: where it stands in the queue.
     ///   - headers: request headers for its transfer.
     ///   - cachePolicy: the caches it uses, and the network or not.
+    ///   - diskStorage: what the disk cache keeps for it (nil: the loader's choice).
     public init(
         url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill,
         maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal,
-        headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches
+        headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches,
+        diskStorage: DiskStorage? = nil
     ) {
+        self.diskStorage = diskStorage
         self.headers = headers
         self.cachePolicy = cachePolicy
         self.url = url

@@ -32,46 +32,42 @@ extension AsyncImageLoader {
         }
     }
 
-    /// On the decode queue: decode one size of the job's body, cache it, and
-    /// schedule the deliveries of the requests for that size; then the next
-    /// size, while requests for other sizes remain (they may join meanwhile).
+    /// On the decode queue: decode one size of the job's body (or read its
+    /// stored processed image back), cache it, and schedule the deliveries
+    /// of the requests for that size; then the next size, while requests
+    /// for other sizes remain (they may join meanwhile).
     private func decode(_ job: LoadJob, _ data: Data, _ key: ImageCacheKey, _ options: DecodingOptions) {
         var key = key
         var options = options
         while true {
             let url = job.url
-            let outcome = Result { () throws(AsyncImageError) -> Image in
-                try decoders.decode(data, options: options)
-            }.mapError { $0.with(url: url) }
-            // A body that decoded goes to the disk cache, once (never one that
-            // failed to decode, nor one cut short: that is a transport
-            // failure), on the disk queue: a disk that waits for another
-            // process's lock delays no image.
+            let (storedImage, hasBody) = state.withLock { _ in (job.storedImages[key.processing], job.hasBody) }
+            // A stored processed image is read back instead of decoding the
+            // body; one that does not read (a damaged payload) falls back to
+            // the body, or, with none, sends its requests to a job that loads it.
+            let restored = storedImage.flatMap { StoredImage.decode($0, decoders: decoders) }
+            let unreadable = storedImage != nil && restored == nil
+            let outcome: Result<Image, AsyncImageError>
+            if let restored {
+                outcome = .success(restored)
+            } else if unreadable, !hasBody {
+                outcome = .failure(.diskCache(path: "", message: "unreadable processed image"))
+            } else {
+                outcome = Result { () throws(AsyncImageError) -> Image in
+                    try decoders.decode(data, options: options)
+                }.mapError { $0.with(url: url) }
+            }
+            // What decoded goes to the disk cache (never a body that failed
+            // to decode, nor one cut short: that is a transport failure), on
+            // the disk write queue: a disk that waits for another process's
+            // lock delays no image.
             var storeOnDisk: (@Sendable () -> Void)?
-            if case .success = outcome {
-                let store = state.withLock { _ -> (DataCache, DataCacheMetadata, String)? in
-                    guard let disk = job.diskCache, !job.bodyFromDisk, !job.storedToDisk else { return nil }
-                    job.storedToDisk = true
-                    // What HTTP allows to be stored (no `no-store`, no `Vary: *`), with its freshness.
-                    guard
-                        let metadata = HTTPCaching.metadata(
-                            status: job.statusCode, headers: job.responseHeaders, requestHeaders: job.headers,
-                            contentType: job.contentType, now: Date().timeIntervalSince1970)
-                    else { return nil }
-                    return (disk, metadata, job.diskKey)
-                }
-                if let (disk, metadata, diskKey) = store {
-                    let logger = state.withLock { $0.logger }
-                    storeOnDisk = { [diskQueue] in
-                        diskQueue.async {
-                            do {
-                                try disk.store(data, for: diskKey, metadata: metadata)
-                            } catch {
-                                logger.warning("could not store \(url.absoluteString) on disk: \(error)")
-                            }
-                        }
-                    }
-                }
+            if case .success(let image) = outcome, restored == nil {
+                storeOnDisk = state.withLock { state in self.diskWrite(for: job, body: data, key: key, image: image, &state) }
+            }
+            if unreadable, let store = state.withLock({ _ in job.diskStore }) {
+                let (diskKey, processing) = (job.diskKey, key.processing)
+                diskWrites.async { store.cache.removeData(for: ImageDiskStore.processedKey(diskKey, processing)) }
             }
             // Stored before the deliveries are scheduled, and outside the
             // loader's lock (an eviction may release a large image).
@@ -91,6 +87,11 @@ extension AsyncImageLoader {
                 func decodeAgain(_ record: LoadRequest) -> Bool {
                     guard case .failure(.decoding(let failure, _)) = outcome, failure.isPixelLimit else { return false }
                     return record.request.options.maxPixels > options.maxPixels
+                }
+                if unreadable, !hasBody {
+                    job.storedImages[key.processing] = nil
+                    self.moveUnservable(of: job, &state, &effects)
+                    self.pump(&state, &effects)
                 }
                 // Stored before any delivery below runs.
                 if case .success(let image) = outcome, !late.isEmpty {

@@ -55,14 +55,8 @@ extension AsyncImageLoader {
             scheduleDelivery(record, Self.checked(hit, for: record), cache: record.heldIn, inline: inline, &state, &effects)
             return
         }
-        let job: LoadJob
-        if let existing = state.jobs[record.jobKey] {
-            job = existing
-        } else {
-            job = LoadJob(for: record)
-            state.jobs[job.key] = job
-        }
-        job.join(record)
+        let job = self.job(for: record, &state)
+        job.join(record, storage: record.request.diskStorage ?? state.diskStorage)
         report(.queued, [record], &state, &effects)
         // A request that joins late sees the steps it missed.
         switch job.phase {
@@ -80,6 +74,34 @@ extension AsyncImageLoader {
             if key == record.request.cacheKey { report(.decoding, [record], &state, &effects) }
         case .finished:
             break  // not reachable: a finished job has left `jobs`
+        }
+    }
+
+    /// The job `record` joins: its URL's, unless that job had only stored
+    /// processed images and none of the record's size; then the job that
+    /// loads the body for such requests (made if needed).
+    func job(for record: LoadRequest, _ state: inout LoaderState) -> LoadJob {
+        if let existing = state.jobs[record.jobKey], existing.canServe(record) { return existing }
+        let usesStoredImages = state.jobs[record.jobKey] == nil
+        let key = usesStoredImages ? record.jobKey : LoadJob.bodyJobKey(record.jobKey)
+        if let existing = state.jobs[key] { return existing }
+        let job = LoadJob(for: record, usesStoredImages: usesStoredImages)
+        state.jobs[job.key] = job
+        return job
+    }
+
+    /// Moves requests a job cannot serve (it turned out to have only stored
+    /// processed images, none of their size) to the job that loads the
+    /// body; they wait in the queue again.
+    func moveUnservable(of job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
+        for record in job.orderedRequests where !job.canServe(record) {
+            job.leave(record)
+            let next = self.job(for: record, &state)
+            next.join(record, storage: record.request.diskStorage ?? state.diskStorage)
+            if next.isQueued, let lane = record.lane {
+                lane.enterQueue(record.priority)
+                state.queue.refile(lane)
+            }
         }
     }
 

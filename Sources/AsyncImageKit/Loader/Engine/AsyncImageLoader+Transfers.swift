@@ -36,8 +36,9 @@ extension AsyncImageLoader {
         updateSweepTimer(&state)
     }
 
-    /// Takes a slot for `job`; the request modifier and the transport are
-    /// called after the lock (they may be anyone's code).
+    /// Takes a slot for `job`; the disk cache is read, and the request
+    /// modifier and the transport are called, after the lock (on the disk
+    /// queue, and the transport's threads: they may be anyone's code).
     private func start(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         state.inFlight += 1
         state.peakInFlight = max(state.peakInFlight, state.inFlight)
@@ -47,16 +48,16 @@ extension AsyncImageLoader {
         let request = DataRequest(url: job.url, headers: job.headers, timeout: state.loadingTimeout)
         let modifier = state.requestModifier
         // `file` URLs are already on disk.
-        let disk = job.url.isFileURL ? nil : state.diskCache
-        job.diskCache = job.policy.contains(.skipDiskWrites) ? nil : disk
+        let disk = job.url.isFileURL ? nil : state.diskCache.map(ImageDiskStore.init)
+        job.diskStore = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
-        let writeDisk = job.diskCache
+        let writeDisk = job.diskStore
         // `file` URLs are local: never "not cached".
         let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
         let key = job.diskKey
-        // The network, with validators when a stale entry is revalidated:
-        // a 304 serves the stored body (its metadata refreshed), a 200 replaces it.
-        let network: @Sendable (_ stale: (data: Data, metadata: DataCacheMetadata)?) -> Void = { [weak self] stale in
+        // The network, with validators when a stale response is revalidated:
+        // a 304 serves what is stored (its headers refreshed), a 200 replaces it.
+        let network: @Sendable (_ stale: StoredResponse?) -> Void = { [weak self] stale in
             // From here until the task is attached, a cancel waits for it (see `TransferHandle`).
             guard let self, handle.beginStarting() else { return }
             var request = request
@@ -65,17 +66,16 @@ extension AsyncImageLoader {
             let task = self.dataLoader.loadData(request) { [weak self] result in
                 guard let self else { return }
                 if let stale, case .success(let response) = result, response.statusCode == 304 {
-                    // The refreshed entry is written on the disk queue, not on the
-                    // transport's completion queue (handed over before the
-                    // deliveries, so `flushDiskWrites()` covers it).
-                    let refreshed = HTTPCaching.refreshed(stale.metadata, by: response.headers, now: Date().timeIntervalSince1970)
+                    // Only the small headers entry is rewritten (the body and
+                    // processed images keep their generation), on the disk
+                    // write queue, handed over before the deliveries.
+                    var refreshed = stale
+                    refreshed.metadata = HTTPCaching.refreshed(stale.metadata, by: response.headers, now: Date().timeIntervalSince1970)
                     if let writeDisk {
-                        self.diskQueue.async { try? writeDisk.store(stale.data, for: key, metadata: refreshed) }
+                        let metadata = refreshed.metadata
+                        self.diskWrites.async { try? writeDisk.refresh(metadata, for: key) }
                     }
-                    let body = DataResponse(
-                        url: response.url, finalURL: response.finalURL, statusCode: 304,
-                        contentType: stale.metadata.contentType, data: stale.data, headers: response.headers)
-                    self.transferFinished(job, handle, .success(body), fromDisk: true)
+                    self.transferFinished(job, handle, .success(refreshed.response(for: response.url, status: 304)), stored: refreshed)
                     return
                 }
                 self.transferFinished(job, handle, result)
@@ -84,29 +84,35 @@ extension AsyncImageLoader {
             // the slot is freed as for a transfer nobody needs any more.
             if handle.attach(task) { self.transferFinished(job, handle, .failure(.transport(request.url, code: 0, message: "cancelled"))) }
         }
-        guard readDisk != nil || offline else {
-            effects.append { network(nil) }
+        guard let readDisk else {
+            effects.append {
+                if offline {
+                    self.transferFinished(job, handle, .failure(.notCached(request.url)))
+                } else {
+                    network(nil)
+                }
+            }
             return
         }
-        // The disk cache first, on its own queue (never the caller's thread):
-        // a fresh entry is used as it is; a stale one is revalidated; offline,
-        // any entry is used.
+        // What the disk is asked for: the processed images of the sizes
+        // wanted now (a size that joins later is served from the body, or
+        // by another job), and the body unless they cover every request.
+        let processings = job.usesStoredImages ? job.processings : []
+        let needsFullSize = job.needsFullSize || !job.usesStoredImages
         effects.append {
             self.diskQueue.async { [weak self] in
                 guard let self, !handle.isCancelled else { return }
-                let now = Date().timeIntervalSince1970
-                let entry = readDisk?.entry(for: key).flatMap { entry in
-                    HTTPCaching.matches(entry.metadata, requestHeaders: request.headers) ? entry : nil
-                }
-                if let entry, offline || HTTPCaching.isFresh(entry.metadata, now: now) {
-                    let response = DataResponse(
-                        url: request.url, statusCode: 200, contentType: entry.metadata.contentType, data: entry.data)
-                    self.transferFinished(job, handle, .success(response), fromDisk: true)
-                } else if offline {
+                let lookup = Self.readStored(
+                    readDisk, key: key, requestHeaders: request.headers, processings: processings,
+                    needsFullSize: needsFullSize, offline: offline, now: Date().timeIntervalSince1970)
+                switch lookup {
+                case .fresh(let stored):
+                    self.transferFinished(job, handle, .success(stored.response(for: request.url, status: 200)), stored: stored)
+                case .stale(let stored):
+                    network(stored)
+                case .miss where offline:
                     self.transferFinished(job, handle, .failure(.notCached(request.url)))
-                } else if let entry, HTTPCaching.canRevalidate(entry.metadata) {
-                    network(entry)
-                } else {
+                case .miss:
                     network(nil)
                 }
             }
@@ -116,7 +122,8 @@ extension AsyncImageLoader {
     /// From the transport: a failure is delivered at once; a body waits for
     /// a decoder, keeping its transfer slot until one is free.
     private func transferFinished(
-        _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>, fromDisk: Bool = false
+        _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>,
+        stored: StoredResponse? = nil
     ) {
         mutate { state, effects in
             // Not this transfer's job any more: cancelled (before its task
@@ -129,7 +136,20 @@ extension AsyncImageLoader {
             }
             switch result {
             case .success(let response):
-                job.bodyFromDisk = fromDisk
+                if let stored {
+                    job.bodyFromDisk = true
+                    job.hasBody = stored.body != nil
+                    job.storedImages = stored.images
+                    job.processingsOnDisk = Set(stored.images.keys)
+                    job.generation = stored.metadata.generation
+                    // Requests for a size with no stored image, when there is no body.
+                    self.moveUnservable(of: job, &state, &effects)
+                    guard !job.requests.isEmpty else {
+                        self.finish(job, &state, &effects)
+                        self.pump(&state, &effects)
+                        return
+                    }
+                }
                 job.contentType = response.contentType
                 job.statusCode = response.statusCode
                 job.responseHeaders = response.headers

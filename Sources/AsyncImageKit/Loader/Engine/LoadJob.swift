@@ -41,13 +41,21 @@ final class LoadJob: @unchecked Sendable {
     /// counts against the prefetch cap.
     private(set) var visibleCount = 0
 
-    init(for record: LoadRequest) {
+    /// A job for `record`'s URL. `usesStoredImages`: false for the job
+    /// that fetches the body for requests a job of stored images could not
+    /// serve (see ``bodyJobKey``).
+    init(for record: LoadRequest, usesStoredImages: Bool = true) {
         self.url = record.request.url
         self.headers = record.request.headers
-        self.key = record.jobKey
+        self.key = usesStoredImages ? record.jobKey : Self.bodyJobKey(record.jobKey)
         self.diskKey = record.diskKey
         self.policy = record.request.cachePolicy.intersection(Self.transferPolicy)
+        self.usesStoredImages = usesStoredImages
     }
+
+    /// The table key of the job that loads the body for requests whose job
+    /// had only stored processed images, none of their size.
+    static func bodyJobKey(_ jobKey: String) -> String { jobKey + "\n#body" }
 
     /// The parts of a cache policy that shape a transfer (requests share a
     /// job only when these are equal).
@@ -56,12 +64,26 @@ final class LoadJob: @unchecked Sendable {
     let diskKey: String
     /// Its requests' policy (its transfer part).
     let policy: ImageCachePolicy
-    /// Where its body is stored once decoded (nil: nowhere), chosen when it starts.
-    var diskCache: DataCache?
-    /// Its body came from the disk cache (so it is not stored again).
+    /// Where its response and processed images are stored (nil: nowhere), chosen when it starts.
+    var diskStore: ImageDiskStore?
+    /// Whether it looks for stored processed images (see ``ImageDiskStore``).
+    let usesStoredImages: Bool
+    /// Whether its body is kept on disk: a request asked for originals, or for full size.
+    private(set) var storesOriginal = false
+    /// The processings whose images are kept on disk.
+    private(set) var storedProcessings: Set<String> = []
+    /// Its response came from the disk cache (so it is not stored again).
     var bodyFromDisk = false
-    /// Its body was stored in the disk cache (once, whatever the sizes decoded).
-    var storedToDisk = false
+    /// False when the disk gave only processed images: a request for a size
+    /// without one needs another job (``bodyJobKey``).
+    var hasBody = true
+    /// Processed images read from disk, by processing: decoded instead of the body.
+    var storedImages: [String: Data] = [:]
+    /// The generation of the stored response its body belongs to (nil until
+    /// a body from the network is stored).
+    var generation: String?
+    /// The processings whose images are on disk now (read, or stored by it).
+    var processingsOnDisk: Set<String> = []
     /// The body's `Content-Type`, kept with it on disk.
     var contentType: String?
     /// The response's status and headers: whether, and for how long, the
@@ -69,11 +91,15 @@ final class LoadJob: @unchecked Sendable {
     var statusCode = 0
     var responseHeaders: [String: String] = [:]
 
-    /// Adds a request; its size's result will also be stored in its cache.
-    func join(_ record: LoadRequest) {
+    /// Adds a request; its size's result will also be stored in its cache,
+    /// and on disk as `storage` says.
+    func join(_ record: LoadRequest, storage: DiskStorage) {
         requests[record.id] = record
         record.job = self
         if !record.isPrefetch { visibleCount += 1 }
+        let processing = record.request.cacheKey.processing
+        if processing.isEmpty || storage.contains(.originals) { storesOriginal = true }
+        if !processing.isEmpty, storage.contains(.processedImages) { storedProcessings.insert(processing) }
         guard let cache = record.cache else { return }
         let key = record.request.cacheKey
         if caches[key]?.contains(where: { $0 === cache }) != true { caches[key, default: []].append(cache) }
@@ -93,6 +119,20 @@ final class LoadJob: @unchecked Sendable {
         caches = [:]
         phase = .finished
     }
+
+    /// Whether it can serve `record`: it has (or may yet get) a body, or a
+    /// stored image of the record's size.
+    func canServe(_ record: LoadRequest) -> Bool {
+        hasBody || storedImages[record.request.cacheKey.processing] != nil
+    }
+
+    /// The processings its requests ask for (not full size), each once.
+    var processings: Set<String> {
+        Set(requests.values.lazy.map(\.request.cacheKey.processing).filter { !$0.isEmpty })
+    }
+
+    /// Whether a request asks for full size (only the body can serve it).
+    var needsFullSize: Bool { requests.values.contains { $0.request.cacheKey.processing.isEmpty } }
 
     var isQueued: Bool {
         if case .queued = phase { return true }

@@ -17,6 +17,8 @@ struct LoaderState {
     var prefetchShare: Double
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
     var diskCache: DataCache?
+    var diskStorage: DiskStorage
+    var processedImageEncoding: ProcessedImageEncoding
 
     // Requests.
     var nextID: UInt64 = 0
@@ -66,6 +68,8 @@ struct LoaderState {
         prefetchShare = configuration.prefetchShare
         requestModifier = configuration.requestModifier
         diskCache = configuration.diskCache
+        diskStorage = configuration.diskStorage
+        processedImageEncoding = configuration.processedImageEncoding
     }
 
     /// The most transfers prefetch requests may hold while visible requests wait.

@@ -1,0 +1,104 @@
+import Foundation
+
+/// What the disk gave a job: the stored response's headers, its body when
+/// it was needed, and the processed images found for the job's sizes.
+struct StoredResponse: Sendable {
+    var metadata: DataCacheMetadata
+    var body: Data?
+    var images: [String: Data]
+
+    /// The response the transfer stage hands on (its body, or none).
+    func response(for url: URL, status: Int) -> DataResponse {
+        DataResponse(url: url, statusCode: status, contentType: metadata.contentType, data: body ?? Data())
+    }
+}
+
+/// The disk stage: reading a job's stored response before the network, and
+/// storing what a decode made after it. The layout is ``ImageDiskStore``'s.
+extension AsyncImageLoader {
+    enum StoredLookup {
+        /// Usable as it is.
+        case fresh(StoredResponse)
+        /// Usable once the server confirms it (a `304`).
+        case stale(StoredResponse)
+        /// Nothing usable: the network (or "not cached" offline).
+        case miss
+    }
+
+    /// On the disk queue: what is stored for `key`. The processed images of
+    /// `processings` are read first; the body only when they do not cover
+    /// every request (`needsFullSize`, or a size without an image), so a
+    /// thumbnail hit never reads the original. A stale response counts only
+    /// when it can be revalidated and what it lacks is not needed.
+    static func readStored(
+        _ store: ImageDiskStore, key: String, requestHeaders: [String: String], processings: Set<String>,
+        needsFullSize: Bool, offline: Bool, now: Double
+    ) -> StoredLookup {
+        guard let metadata = store.headers(for: key, requestHeaders: requestHeaders),
+            let generation = metadata.generation
+        else { return .miss }
+        let fresh = offline || HTTPCaching.isFresh(metadata, now: now)
+        guard fresh || HTTPCaching.canRevalidate(metadata) else { return .miss }
+        var images: [String: Data] = [:]
+        for processing in processings {
+            images[processing] = store.processed(for: key, processing: processing, generation: generation)
+        }
+        let needsBody = needsFullSize || images.count < processings.count
+        let body = needsBody ? store.original(for: key, generation: generation) : nil
+        // Without the body, a partial answer is worth more than none only
+        // offline: the stored images, and "not cached" for the other sizes.
+        if needsBody, body == nil, !offline || images.isEmpty { return .miss }
+        let stored = StoredResponse(metadata: metadata, body: body, images: images)
+        return fresh ? .fresh(stored) : .stale(stored)
+    }
+
+    /// Under the lock, after `job` decoded `image` for `key` from `body`:
+    /// the disk write to hand to ``diskWrites``, or nil. A body from the
+    /// network is stored once (its headers, and the body itself when a
+    /// request keeps originals) under a new generation; each size's
+    /// processed image once, when a request keeps processed images and the
+    /// disk does not already hold it.
+    func diskWrite(for job: LoadJob, body: Data, key: ImageCacheKey, image: Image, _ state: inout LoaderState)
+        -> (@Sendable () -> Void)?
+    {
+        guard let store = job.diskStore else { return nil }
+        var response: (metadata: DataCacheMetadata, body: Data?)?
+        if !job.bodyFromDisk, job.generation == nil {
+            // What HTTP allows to be stored (no `no-store`, no `Vary: *`), with its freshness.
+            guard
+                let metadata = HTTPCaching.metadata(
+                    status: job.statusCode, headers: job.responseHeaders, requestHeaders: job.headers,
+                    contentType: job.contentType, now: Date().timeIntervalSince1970)
+            else {
+                job.generation = ""  // not storable: nothing of it is
+                return nil
+            }
+            job.generation = ImageDiskStore.newGeneration()
+            response = (metadata, job.storesOriginal ? body : nil)
+        }
+        guard let generation = job.generation, !generation.isEmpty else { return nil }
+        let processing = key.processing
+        let storesImage =
+            !processing.isEmpty && job.storedProcessings.contains(processing)
+            && !job.processingsOnDisk.contains(processing)
+        if storesImage { job.processingsOnDisk.insert(processing) }
+        guard response != nil || storesImage else { return nil }
+        let newResponse = response
+        let (diskKey, encoding, logger, url) = (job.diskKey, state.processedImageEncoding, state.logger, job.url)
+        return { [diskWrites] in
+            diskWrites.async {
+                do {
+                    if let response = newResponse {
+                        try store.storeResponse(response.metadata, body: response.body, for: diskKey, generation: generation)
+                    }
+                    if storesImage {
+                        let bytes = try StoredImage.encode(image, encoding: encoding)
+                        try store.storeProcessed(bytes, for: diskKey, processing: processing, generation: generation)
+                    }
+                } catch {
+                    logger.warning("could not store \(url.absoluteString) on disk: \(error)")
+                }
+            }
+        }
+    }
+}
