@@ -22,5 +22,9 @@ public let AsyncImageImageKey = "image"
 public let AsyncImageURLKey = "URL"
 /// userInfo key of the ``ImageCache`` a cached image came from (`"cache"`); absent for loaded images.
 public let AsyncImageCacheKey = "cache"
+/// userInfo key present (`true`) when the image is a stale disk entry
+/// (`"stale"`): shown while it is revalidated, or because the server could
+/// not be reached (see ``ImageResponse/isStale``).
+public let AsyncImageStaleKey = "stale"
 /// userInfo key of the ``AsyncImageError`` of a failed load (`"error"`).
 public let AsyncImageErrorKey = "error"

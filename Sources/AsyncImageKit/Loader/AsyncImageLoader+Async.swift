@@ -21,7 +21,13 @@ extension AsyncImageLoader {
 
     /// Loads `request`; see ``image(for:)-(URL)``.
     public func image(for request: ImageRequest) async throws -> Image {
-        try await AsyncBridge<Image>.run(cancelResumes: false) { bridge in
+        try await response(for: request).image
+    }
+
+    /// Loads `request`, with where the image came from and whether it is
+    /// stale; see ``image(for:)-(URL)``.
+    public func response(for request: ImageRequest) async throws -> ImageResponse {
+        try await AsyncBridge<ImageResponse>.run(cancelResumes: false) { bridge in
             let record = self.enqueue(
                 request, target: nil, success: nil, failure: nil,
                 onCancelled: { bridge.resume(.failure(CancellationError())) },

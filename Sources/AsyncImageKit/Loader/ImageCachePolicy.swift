@@ -23,6 +23,19 @@ public struct ImageCachePolicy: OptionSet, Sendable, Hashable {
     /// Never uses the network: what the caches hold, or ``AsyncImageError/notCached(_:)``.
     public static let skipNetwork = ImageCachePolicy(rawValue: 1 << 4)
 
+    /// Stale on disk: delivered at once, marked stale (``ImageResponse/isStale``,
+    /// ``AsyncImageStaleKey``), while the loader revalidates it; if the image
+    /// changed, the new one is delivered after it to the same target and
+    /// actions, through the per-target order (a second delivery for the one
+    /// call: what "show stale, then fresh" means); if not, nothing more.
+    /// The async API returns the first.
+    public static let returnStaleWhileRevalidating = ImageCachePolicy(rawValue: 1 << 5)
+    /// Never a stale image: not while revalidating, and not when the network
+    /// fails. (By default a stale entry is served, marked stale, when a
+    /// revalidation fails with a transport error, a timeout or a 5xx: RFC
+    /// 9111 lets a cache that cannot reach the server do so.)
+    public static let neverStale = ImageCachePolicy(rawValue: 1 << 6)
+
     /// Every cache, then the network (the default).
     public static let useCaches: ImageCachePolicy = []
     /// Skips the caches' contents and loads again; the result is cached.

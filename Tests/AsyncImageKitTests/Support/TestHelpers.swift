@@ -13,6 +13,9 @@ final class Box<Value: Sendable>: @unchecked Sendable {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
+
+    /// Changes the value under the lock (a read-modify-write no other thread splits).
+    func update(_ change: (inout Value?) -> Void) { lock.withLock { change(&stored) } }
 }
 
 /// A counter shared between threads.

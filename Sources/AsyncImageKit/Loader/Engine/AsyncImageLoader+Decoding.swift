@@ -104,7 +104,7 @@ extension AsyncImageLoader {
                 for record in job.requests(for: key) where !decodeAgain(record) {
                     job.leave(record)
                     let result = outcome.flatMap { Self.checked($0, for: record) }
-                    self.scheduleDelivery(record, result, cache: record.cache, &state, &effects)
+                    self.deliver(record, from: job, result, &state, &effects)
                 }
                 if let next = job.nextDecode() {
                     if next.key == key {
@@ -134,7 +134,7 @@ extension AsyncImageLoader {
     ) {
         for record in job.orderedRequests {
             job.leave(record)
-            scheduleDelivery(record, outcome, cache: nil, &state, &effects)
+            deliver(record, from: job, outcome, &state, &effects)
         }
     }
 }

@@ -23,8 +23,11 @@ extension AsyncImageLoader {
             let callbacks = record.takeCallbacks()
             effects.append { withExtendedLifetime(callbacks) {} }
             // Prefetches post nothing.
+            let response = outcome.map {
+                ImageResponse(image: $0, url: record.request.url, source: record.source, isStale: record.isStale)
+            }
             guard !record.isPrefetch else {
-                effects.append { completion(outcome) }
+                effects.append { completion(response) }
                 return
             }
             let post = notification(for: record, outcome, heldIn, target: nil, &state)
@@ -37,7 +40,7 @@ extension AsyncImageLoader {
                     self.unwatch(watched)
                     post()
                 }
-                completion(outcome)
+                completion(response)
             }
             return
         }
@@ -116,7 +119,8 @@ extension AsyncImageLoader {
         target: AnyObject?, _ state: inout LoaderState
     ) -> NotificationPost {
         NotificationPost(
-            center: state.notificationCenter, url: record.request.url, outcome: outcome, cache: cache, target: target)
+            center: state.notificationCenter, url: record.request.url, outcome: outcome, cache: cache, target: target,
+            isStale: record.isStale)
     }
 }
 
@@ -129,12 +133,14 @@ struct NotificationPost: @unchecked Sendable {
     let outcome: Result<Image, AsyncImageError>
     let cache: (any ImageCaching)?
     let target: AnyObject?
+    let isStale: Bool
 
     func callAsFunction() {
         switch outcome {
         case .success(let image):
             var info: [AnyHashable: Any] = [AsyncImageImageKey: image, AsyncImageURLKey: url]
             if let cache { info[AsyncImageCacheKey] = cache }
+            if isStale { info[AsyncImageStaleKey] = true }
             center.post(name: .asyncImageLoadDidFinish, object: target, userInfo: info)
         case .failure(let error):
             center.post(

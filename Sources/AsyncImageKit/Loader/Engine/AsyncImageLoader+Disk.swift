@@ -17,8 +17,9 @@ struct StoredResponse: Sendable {
 /// storing what a decode made after it. The layout is ``ImageDiskStore``'s.
 extension AsyncImageLoader {
     enum StoredLookup {
-        /// Usable as it is.
-        case fresh(StoredResponse)
+        /// Usable now: fresh, or stale where that is allowed (offline, or
+        /// shown while revalidating; `isStale` says which).
+        case usable(StoredResponse, isStale: Bool)
         /// Usable once the server confirms it (a `304`).
         case stale(StoredResponse)
         /// Nothing usable: the network (or "not cached" offline).
@@ -29,16 +30,18 @@ extension AsyncImageLoader {
     /// `processings` are read first; the body only when they do not cover
     /// every request (`needsFullSize`, or a size without an image), so a
     /// thumbnail hit never reads the original. A stale response counts only
-    /// when it can be revalidated and what it lacks is not needed.
+    /// when it can be revalidated (or may be shown stale: offline, or
+    /// `acceptStale`) and what it lacks is not needed.
     static func readStored(
         _ store: ImageDiskStore, key: String, requestHeaders: [String: String], processings: Set<String>,
-        needsFullSize: Bool, offline: Bool, now: Double
+        needsFullSize: Bool, offline: Bool, acceptStale: Bool, now: Double
     ) -> StoredLookup {
         guard let metadata = store.headers(for: key, requestHeaders: requestHeaders),
             let generation = metadata.generation
         else { return .miss }
-        let fresh = offline || HTTPCaching.isFresh(metadata, now: now)
-        guard fresh || HTTPCaching.canRevalidate(metadata) else { return .miss }
+        let isFresh = HTTPCaching.isFresh(metadata, now: now)
+        let usableNow = isFresh || offline || acceptStale
+        guard usableNow || HTTPCaching.canRevalidate(metadata) else { return .miss }
         var images: [String: Data] = [:]
         for processing in processings {
             images[processing] = store.processed(for: key, processing: processing, generation: generation)
@@ -49,8 +52,72 @@ extension AsyncImageLoader {
         // offline: the stored images, and "not cached" for the other sizes.
         if needsBody, body == nil, !offline || images.isEmpty { return .miss }
         let stored = StoredResponse(metadata: metadata, body: body, images: images)
-        return fresh ? .fresh(stored) : .stale(stored)
+        return usableNow ? .usable(stored, isStale: !isFresh) : .stale(stored)
     }
+
+    /// Under the lock: schedules the delivery of `outcome`, made by `job`, to
+    /// `record` (which has left the job). The one home of the stale rules:
+    /// a stale image shown while revalidating brings a follow-up request on
+    /// the same target and actions
+    /// (``ImageCachePolicy/returnStaleWhileRevalidating``), and that
+    /// follow-up is delivered only if the image changed.
+    func deliver(
+        _ record: LoadRequest, from job: LoadJob, _ outcome: Result<Image, AsyncImageError>,
+        _ state: inout LoaderState, _ effects: inout Effects
+    ) {
+        record.source = job.bodyFromDisk ? .diskCache : .network
+        record.isStale = job.servedStale
+        if record.deliversOnlyIfChanged, job.bodyFromDisk || outcome.isFailure {
+            // The image shown is still the server's (a 304), or there is
+            // nothing better to show: nothing more to deliver.
+            cancelRecord(record, &state, &effects)
+            return
+        }
+        if job.revalidationFollows, case .success = outcome,
+            record.request.cachePolicy.contains(.returnStaleWhileRevalidating), record.completion == nil,
+            !record.isPrefetch
+        {
+            followUp(record, &state, &effects)
+        }
+        scheduleDelivery(record, outcome, cache: record.cache, &state, &effects)
+    }
+
+    /// Queues the revalidation that follows `record`'s stale delivery: the
+    /// same request (past the memory cache, which holds the stale image),
+    /// target and actions, in the same lane, after it.
+    private func followUp(_ record: LoadRequest, _ state: inout LoaderState, _ effects: inout Effects) {
+        let object = record.target?.object
+        guard record.target == nil || object != nil else { return }
+        var request = record.request
+        request.cachePolicy.remove(.returnStaleWhileRevalidating)
+        request.cachePolicy.insert(.skipMemoryReads)
+        let next = LoadRequest(
+            request: request, target: object, success: record.success, failure: record.failure, cache: record.cache)
+        next.deliversOnlyIfChanged = true
+        add(next, object: object, hit: nil, &state, &effects)
+    }
+}
+
+extension Result {
+    var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
+    }
+}
+
+extension AsyncImageError {
+    /// A failure to reach the server, after which a stale stored response
+    /// may be served (RFC 9111, 4.2.4): transport errors, timeouts, 5xx.
+    var allowsStaleResponse: Bool {
+        switch self {
+        case .transport, .timedOut: return true
+        case .httpStatus(_, let code): return code >= 500
+        default: return false
+        }
+    }
+}
+
+extension AsyncImageLoader {
 
     /// Under the lock, after `job` decoded `image` for `key` from `body`:
     /// the disk write to hand to ``diskWrites``, or nil. A body from the

@@ -9,7 +9,7 @@ extension AsyncImageLoader {
     func enqueue(
         _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
         isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
-        completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)? = nil
+        completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
         // The cache is asked outside the loader's lock (it may be anyone's `ImageCaching`).
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
@@ -51,6 +51,7 @@ extension AsyncImageLoader {
             state.queue.refile(lane)
         }
         if let hit {
+            record.source = .memoryCache
             report(.cacheHit, [record], &state, &effects)
             scheduleDelivery(record, Self.checked(hit, for: record), cache: record.heldIn, inline: inline, &state, &effects)
             return

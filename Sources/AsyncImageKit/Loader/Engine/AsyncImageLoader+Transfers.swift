@@ -55,6 +55,8 @@ extension AsyncImageLoader {
         // `file` URLs are local: never "not cached".
         let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
         let key = job.diskKey
+        let acceptStale = job.policy.contains(.returnStaleWhileRevalidating)
+        let staleOnError = !job.policy.contains(.neverStale)
         // The network, with validators when a stale response is revalidated:
         // a 304 serves what is stored (its headers refreshed), a 200 replaces it.
         let network: @Sendable (_ stale: StoredResponse?) -> Void = { [weak self] stale in
@@ -76,6 +78,14 @@ extension AsyncImageLoader {
                         self.diskWrites.async { try? writeDisk.refresh(metadata, for: key) }
                     }
                     self.transferFinished(job, handle, .success(refreshed.response(for: response.url, status: 304)), stored: refreshed)
+                    return
+                }
+                // The server could not be reached to revalidate: the stale
+                // response, marked stale (unless the request refuses it).
+                if let stale, staleOnError, case .failure(let error) = result, error.allowsStaleResponse {
+                    let logger = self.state.withLock { $0.logger }
+                    logger.info("serving a stale image: revalidation failed: \(error)", metadata: ["url": "\(job.url.absoluteString)"])
+                    self.transferFinished(job, handle, .success(stale.response(for: job.url, status: 200)), stored: stale, stale: .servedOnError)
                     return
                 }
                 self.transferFinished(job, handle, result)
@@ -104,10 +114,12 @@ extension AsyncImageLoader {
                 guard let self, !handle.isCancelled else { return }
                 let lookup = Self.readStored(
                     readDisk, key: key, requestHeaders: request.headers, processings: processings,
-                    needsFullSize: needsFullSize, offline: offline, now: Date().timeIntervalSince1970)
+                    needsFullSize: needsFullSize, offline: offline, acceptStale: acceptStale, now: Date().timeIntervalSince1970)
                 switch lookup {
-                case .fresh(let stored):
-                    self.transferFinished(job, handle, .success(stored.response(for: request.url, status: 200)), stored: stored)
+                case .usable(let stored, let isStale):
+                    self.transferFinished(
+                        job, handle, .success(stored.response(for: request.url, status: 200)), stored: stored,
+                        stale: !isStale ? .fresh : offline ? .servedOffline : .servedWhileRevalidating)
                 case .stale(let stored):
                     network(stored)
                 case .miss where offline:
@@ -119,11 +131,16 @@ extension AsyncImageLoader {
         }
     }
 
+    /// Whether a stored response was stale when served, and why.
+    enum Staleness {
+        case fresh, servedOffline, servedWhileRevalidating, servedOnError
+    }
+
     /// From the transport: a failure is delivered at once; a body waits for
     /// a decoder, keeping its transfer slot until one is free.
     private func transferFinished(
         _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>,
-        stored: StoredResponse? = nil
+        stored: StoredResponse? = nil, stale: Staleness = .fresh
     ) {
         mutate { state, effects in
             // Not this transfer's job any more: cancelled (before its task
@@ -142,6 +159,8 @@ extension AsyncImageLoader {
                     job.storedImages = stored.images
                     job.processingsOnDisk = Set(stored.images.keys)
                     job.generation = stored.metadata.generation
+                    job.servedStale = stale != .fresh
+                    job.revalidationFollows = stale == .servedWhileRevalidating
                     // Requests for a size with no stored image, when there is no body.
                     self.moveUnservable(of: job, &state, &effects)
                     guard !job.requests.isEmpty else {

@@ -59,7 +59,9 @@ final class LoadJob: @unchecked Sendable {
 
     /// The parts of a cache policy that shape a transfer (requests share a
     /// job only when these are equal).
-    static let transferPolicy: ImageCachePolicy = [.skipDiskReads, .skipDiskWrites, .skipNetwork]
+    static let transferPolicy: ImageCachePolicy = [
+        .skipDiskReads, .skipDiskWrites, .skipNetwork, .returnStaleWhileRevalidating, .neverStale,
+    ]
     /// Its body's key in the disk cache (URL and headers).
     let diskKey: String
     /// Its requests' policy (its transfer part).
@@ -82,6 +84,12 @@ final class LoadJob: @unchecked Sendable {
     /// The generation of the stored response its body belongs to (nil until
     /// a body from the network is stored).
     var generation: String?
+    /// What it delivers is a stale stored response (shown while it is
+    /// revalidated, or because the network failed).
+    var servedStale = false
+    /// It served a stale stored response at once, to be revalidated by
+    /// follow-up requests (``ImageCachePolicy/returnStaleWhileRevalidating``).
+    var revalidationFollows = false
     /// The processings whose images are on disk now (read, or stored by it).
     var processingsOnDisk: Set<String> = []
     /// The body's `Content-Type`, kept with it on disk.

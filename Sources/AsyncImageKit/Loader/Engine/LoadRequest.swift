@@ -28,7 +28,7 @@ final class LoadRequest: @unchecked Sendable {
     /// For the async API: receives the outcome on the loader's own thread,
     /// at the moment the request is marked delivered (the notification then
     /// goes through the delivery queue), so no queue has to be serviced.
-    private(set) var completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)?
+    private(set) var completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)?
     /// The action name that identifies it: the success action's, else the failure action's.
     let actionName: String
     /// Made by an ``ImagePrefetcher``: its transfers are capped while visible requests wait.
@@ -47,11 +47,18 @@ final class LoadRequest: @unchecked Sendable {
     let cache: (any ImageCaching)?
     /// The cache its memory hit came from, if it was one.
     var heldIn: (any ImageCaching)?
+    /// Where its image came from, and whether it is stale (set before its delivery).
+    var source = ImageResponse.Source.network
+    var isStale = false
+    /// Made by the loader after a stale delivery
+    /// (``ImageCachePolicy/returnStaleWhileRevalidating``): delivered only
+    /// when the revalidation brought a new image; otherwise it ends silently.
+    var deliversOnlyIfChanged = false
 
     init(
         request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
         cache: (any ImageCaching)?, isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
-        completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)? = nil
+        completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) {
         self.request = request
         self.priority = request.priority
@@ -105,7 +112,7 @@ final class LoadRequest: @unchecked Sendable {
         let success: ImageAction?
         let failure: ImageFailureAction?
         let onCancelled: (@Sendable () -> Void)?
-        let completion: (@Sendable (Result<Image, AsyncImageError>) -> Void)?
+        let completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)?
     }
 
     func takeCallbacks() -> Callbacks {
