@@ -211,6 +211,56 @@ final class ProcessedDiskTests: XCTestCase {
         XCTAssertEqual(disk.entry(for: smallKeys.processed)?.metadata.generation, generation, "made again from the new original")
     }
 
+    /// Persistence across processes: another process (this test binary, run
+    /// as a worker) loads through a loader with the disk cache and exits;
+    /// this one then has the thumbnail and the original offline, and the
+    /// server saw one request in all.
+    func testWhatAnotherProcessStoredIsHereAfterItExits() throws {
+        let h = try LoaderHarness()
+        let url = servePhoto(h)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["AsyncImageKitTests.ProcessedDiskTests/testLoaderWorker"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LOADER_WORKER"] = "\(folder.path)|\(url.absoluteString)"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "the worker loaded and stored")
+        XCTAssertEqual(h.server.requestCount(url), 1)
+        let disk = try DataCache(directory: folder)
+        load(
+            [ImageRequest(url: url, targetSize: thumb, cachePolicy: .cachedOnly), ImageRequest(url: url, cachePolicy: .cachedOnly)],
+            h, disk, outcomes: 2)
+        XCTAssertEqual(h.log.errors.count, 0)
+        XCTAssertEqual(h.log.images["/photo.jpg"]?.originalSize, PixelSize(width: 640, height: 480))
+        XCTAssertEqual(h.server.requestCount(url), 1, "offline: the disk only")
+    }
+
+    /// The worker of the test above (does nothing in a normal run).
+    func testLoaderWorker() throws {
+        guard let spec = ProcessInfo.processInfo.environment["LOADER_WORKER"] else { return }
+        let parts = spec.split(separator: "|").map(String.init)
+        let loader = AsyncImageLoader(
+            configuration: .init(
+                cache: nil, deliveryQueue: DispatchQueue(label: "worker"),
+                diskCache: try DataCache(directory: URL(fileURLWithPath: parts[0]))))
+        let done = expectation(description: "loaded")
+        let failed = Box<Bool>(false)
+        loader.loadImage(
+            ImageRequest(url: URL(string: parts[1])!, targetSize: thumb),
+            success: ImageAction("ok") { _, _, _ in done.fulfill() },
+            failure: ImageFailureAction("failed") { _, _, _ in
+                failed.value = true
+                done.fulfill()
+            })
+        wait(for: [done], timeout: 15)
+        loader.flushDiskWrites()
+        if failed.value == true { exit(3) }
+    }
+
     /// Stored images keep what the decode told: an alpha image comes back
     /// exactly (PNG), an animation frame by frame with its timing (raw).
     func testStoredImagesRoundTrip() throws {
