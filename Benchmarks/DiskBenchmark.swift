@@ -9,10 +9,12 @@ import LoopbackHTTP
 // 1. Loads of N photos (the loader benchmark's set) at display size
 //    (256x256) through a loader with a disk cache, served by an in-process
 //    loopback server: cold (empty disk: network, decode, store), warm (a new
-//    loader with an empty memory cache over the same disk: disk, decode),
-//    and revalidated (the server sends `no-cache`: every load asks again
-//    and gets a 304, then decodes the stored body). Images per second, CPU
-//    per image, and the requests the server saw.
+//    loader with an empty memory cache over the same disk) from stored
+//    originals (read, decoded at display size) and from stored thumbnails
+//    (read back, no decode of the original), and revalidated (the server
+//    sends `no-cache`: every load asks again and gets a 304, then reads the
+//    stored thumbnail). Images per second, CPU per image, and the requests
+//    the server saw; then the thumbnails' ratio against the originals.
 // 2. A DataCache with `--entries` small entries: the time `init` takes
 //    (start-up never waits for the folder), the time the background rebuild
 //    takes (`flush`), and lookup latency for hits and misses (median, p99).
@@ -69,11 +71,12 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
     print("disk: \(bodies.count) photos (\(String(format: "%.0f", megabytes)) MB) at 256x256 through a loader with a disk cache, 2 loads")
     print("workload                       images/s  CPU ms/image  server requests")
 
-    func pass(_ name: String, disk: DataCache) {
+    @discardableResult
+    func pass(_ name: String, disk: DataCache, storage: DiskStorage = .both) -> (rate: Double, cpu: Double) {
         let loader = AsyncImageLoader(
             configuration: .init(
                 cache: ImageCache(), deliveryQueue: DispatchQueue(label: "disk bench"),
-                notificationCenter: NotificationCenter(), diskCache: disk))
+                notificationCenter: NotificationCenter(), diskCache: disk, diskStorage: storage))
         let before = requests.withLock { $0 }
         let (start, cpu) = (now(), cpuSeconds())
         let done = DispatchGroup()
@@ -93,11 +96,25 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
         let perImage = (cpuSeconds() - cpu) * 1000 / Double(urls.count)
         let padded = name.padding(toLength: 28, withPad: " ", startingAt: 0)
         print(padded + String(format: " %10.1f %13.2f %16d", Double(urls.count) / seconds, perImage, requests.withLock { $0 } - before))
+        return (Double(urls.count) / seconds, perImage)
     }
 
+    // Two disks: one keeps originals only (a warm load decodes the original
+    // at display size), the other thumbnails too (a warm load reads one back).
+    let originals = try DataCache(directory: work.appendingPathComponent("originals"), limits: .init(sizeLimit: 1 << 30))
     let disk = try DataCache(directory: work.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
-    pass("cold (network, store)", disk: disk)
-    pass("warm disk, fresh", disk: disk)
+    pass("cold, originals stored", disk: originals, storage: .originals)
+    pass("cold, both stored", disk: disk)
+    var fromOriginals: [(rate: Double, cpu: Double)] = []
+    var fromThumbnails: [(rate: Double, cpu: Double)] = []
+    for _ in 0..<3 {  // alternating, so the machine's drift hits both
+        fromOriginals.append(pass("warm, original decoded", disk: originals, storage: .originals))
+        fromThumbnails.append(pass("warm, thumbnail read back", disk: disk))
+    }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    let (rateO, cpuO) = (median(fromOriginals.map(\.rate)), median(fromOriginals.map(\.cpu)))
+    let (rateT, cpuT) = (median(fromThumbnails.map(\.rate)), median(fromThumbnails.map(\.cpu)))
+    print(String(format: "stored thumbnails vs originals decoded at display size (medians of 3): %.1fx images/s, %.1fx less CPU per image (goal: >= 20x faster)", rateT / rateO, cpuO / cpuT))
     revalidating.withLock { $0 = true }
     try? FileManager.default.removeItem(at: work.appendingPathComponent("loads"))
     let revalidated = try DataCache(directory: work.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
