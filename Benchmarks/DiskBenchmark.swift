@@ -3,7 +3,7 @@ import Foundation
 import ImageFixtures
 import LoopbackHTTP
 
-// asyncimage-bench disk [--count N] [--entries N]: the disk cache against
+// asyncimage-bench disk [--count N] [--entries N] [--large]: the disk cache against
 // the network it saves, in one run, on 127.0.0.1 only.
 //
 // 1. Loads of N photos (the loader benchmark's set) at display size
@@ -23,6 +23,8 @@ import LoopbackHTTP
 struct DiskOptions {
     var count = 100
     var entries = 100_000
+    /// `--large`: 12-megapixel photos (4000x3000 and 3000x4000) instead of the loader set's 1.5-5 MP.
+    var large = false
 }
 
 func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
@@ -32,6 +34,7 @@ func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
         switch flag {
         case "--count": options.count = rest.next().flatMap { Int($0) } ?? options.count
         case "--entries": options.entries = rest.next().flatMap { Int($0) } ?? options.entries
+        case "--large": options.large = true
         default:
             print("unknown option \(flag)")
             exit(2)
@@ -43,8 +46,11 @@ func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
 func runDiskBenchmark(_ options: DiskOptions) throws {
     let work = URL(fileURLWithPath: "bench-output/disk-\(getpid())")
     defer { try? FileManager.default.removeItem(at: work) }
-    let names = try makeImageSet(count: options.count, folder: URL(fileURLWithPath: "bench-output/loader-set"))
-    let bodies = try names.map { try Data(contentsOf: URL(fileURLWithPath: "bench-output/loader-set/\($0)")) }
+    let setFolder = options.large ? "bench-output/disk-12mp-set" : "bench-output/loader-set"
+    let names = try makeImageSet(
+        count: options.count, folder: URL(fileURLWithPath: setFolder),
+        sizes: options.large ? [(4000, 3000), (3000, 4000)] : defaultPhotoSizes)
+    let bodies = try names.map { try Data(contentsOf: URL(fileURLWithPath: "\(setFolder)/\($0)")) }
     let megabytes = Double(bodies.reduce(0) { $0 + $1.count }) / 1e6
     let revalidating = Locked(false)
     let requests = Locked(0)

@@ -12,9 +12,11 @@ import LoopbackHTTP
 // C libraries, resizing after a full decode for display size).
 
 /// Generates the image set once: photo-like JPEGs of 1.5 to 5 megapixels, q90.
-func makeImageSet(count: Int, folder: URL) throws -> [String] {
+/// The loader set's photo sizes: 1.5 to 5 megapixels.
+let defaultPhotoSizes = [(1500, 1000), (2000, 1500), (2400, 1600), (1200, 1600), (2700, 1800), (1600, 1200)]
+
+func makeImageSet(count: Int, folder: URL, sizes: [(Int, Int)] = defaultPhotoSizes) throws -> [String] {
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let sizes = [(1500, 1000), (2000, 1500), (2400, 1600), (1200, 1600), (2700, 1800), (1600, 1200)]
     var names: [String] = []
     for index in 0..<count {
         let name = "photo-\(index).jpg"

@@ -7,7 +7,7 @@ import Foundation
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench resize | cache
-///     .build/release/asyncimage-bench disk [--count N] [--entries N]
+///     .build/release/asyncimage-bench disk [--count N] [--entries N] [--large]
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
 /// `disk`: the disk cache: cold loads, warm disk hits and 304 revalidations
@@ -42,6 +42,6 @@ case "serve":
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }
