@@ -30,6 +30,9 @@ public final class RangeResource: Sendable {
         /// Sends the head and `after` body bytes, then waits for `gate`
         /// before sending the rest (if the client is still there).
         case hold(after: Int, gate: Gate)
+        /// Sends the head and `after` body bytes, waits for `gate`, then
+        /// closes the connection: a cut at the moment the test chooses.
+        case holdThenCut(after: Int, gate: Gate)
     }
 
     /// One request as it was answered.
@@ -172,7 +175,7 @@ public final class RangeResource: Sendable {
         let bytes = current.body.subdata(in: part)
         var sent = bytes.count
         switch fault {
-        case .cut(let after)?, .hold(let after, _)?: sent = min(max(0, after), bytes.count)
+        case .cut(let after)?, .hold(let after, _)?, .holdThenCut(let after, _)?: sent = min(max(0, after), bytes.count)
         case nil: break
         }
         // Recorded first: a client may see the answer before this thread runs again.
@@ -186,6 +189,9 @@ public final class RangeResource: Sendable {
         case .hold(_, let gate)?:
             gate.wait()
             if connection.write(bytes.dropFirst(sent)) == false { connection.close() }
+        case .holdThenCut(_, let gate)?:
+            gate.wait()
+            connection.close()
         }
     }
 

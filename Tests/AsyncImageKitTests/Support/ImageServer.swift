@@ -32,7 +32,12 @@ final class ImageServer: @unchecked Sendable {
     private var resources: [String: RangeResource] = [:]
 
     init() throws {
-        server = try LoopbackServer { [unowned self] request, connection in self.handle(request, connection) }
+        // Weak: a connection thread may read a request just as the test
+        // ends and frees this object (`unowned` crashed the test process then).
+        server = try LoopbackServer { [weak self] request, connection in
+            guard let self else { return connection.close() }
+            self.handle(request, connection)
+        }
     }
 
     deinit { stop() }

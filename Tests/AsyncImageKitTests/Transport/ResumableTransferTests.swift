@@ -155,6 +155,10 @@ final class ResumableTransferTests: XCTestCase {
         let several = try TransferRecorder(self).load(url, headers: ["Range": "bytes=0-1,5-6"]).get()
         XCTAssertEqual(several.statusCode, 200, "several ranges are not served: the whole body")
         XCTAssertEqual(several.data, body)
+        // Without accepted encodings, a range asks for none (as any request then).
+        let plain = TransportConfiguration(acceptsEncodedBodies: false)
+        XCTAssertEqual(try TransferRecorder(self).load(url, headers: ["Range": "bytes=1-"], configuration: plain).get().statusCode, 206)
+        XCTAssertNil(resource.answers.last?.requestHeaders["accept-encoding"])
     }
 
     /// A range past the end is a typed 416 failure (libcurl's fail-on-error
@@ -181,6 +185,31 @@ final class ResumableTransferTests: XCTestCase {
         XCTAssertEqual(partial.url, server.url(path: "/moved"))
         XCTAssertEqual(partial.finalURL, target)
         XCTAssertEqual(partial.data, body.prefix(1_000))
+    }
+
+    /// A failure's completion is claimed before its partial body is
+    /// reported: a cancel from the partial handler answers false, and the
+    /// completion runs.
+    func testCancelFromThePartialHandlerOfAFailureIsTooLate() throws {
+        let resource = RangeResource(body: body)
+        let url = server.serve("/cut-later", resource: resource)
+        let cut = gate()
+        resource.inject(.holdThenCut(after: 3_000, gate: cut))
+        let task = Box<DataTask>()
+        let lateCancel = Box<Bool>()
+        let recorder = TransferRecorder(self, onPartial: { _ in lateCancel.value = task.value?.cancel() })
+        let reached = recorder.progress(reaching: 3_000)
+        let result = Box<Result<DataResponse, AsyncImageError>>()
+        task.value = recorder.start(url, result: result)
+        wait(for: [reached], timeout: 15)
+        cut.open()
+        wait(for: [recorder.partialArrived, recorder.completed], timeout: 15, enforceOrder: true)
+        XCTAssertEqual(lateCancel.value, false)
+        XCTAssertEqual(recorder.order, ["partial", "completion"])
+        XCTAssertEqual(recorder.partials.first?.data, body.prefix(3_000))
+        guard case .failure(.transport(_, 18, _))? = result.value else {
+            return XCTFail("expected a transfer cut short, got \(String(describing: result.value))")
+        }
     }
 
     // MARK: Cancelled and timed out mid-body
@@ -417,12 +446,17 @@ private final class TransferRecorder: @unchecked Sendable {
     private var progressWaiters: [(bytes: Int, expectation: XCTestExpectation)] = []
     private let test: XCTestCase
     private let onProgress: (@Sendable (Int, Int?) -> Void)?
+    private let onPartial: (@Sendable (PartialBody) -> Void)?
     let partialArrived: XCTestExpectation
     let completed: XCTestExpectation
 
-    init(_ test: XCTestCase, onProgress: (@Sendable (Int, Int?) -> Void)? = nil) {
+    init(
+        _ test: XCTestCase, onProgress: (@Sendable (Int, Int?) -> Void)? = nil,
+        onPartial: (@Sendable (PartialBody) -> Void)? = nil
+    ) {
         self.test = test
         self.onProgress = onProgress
+        self.onPartial = onPartial
         // Not the test case's: a test waits only for those it needs.
         partialArrived = XCTestExpectation(description: "partial body")
         partialArrived.assertForOverFulfill = true
@@ -484,6 +518,7 @@ private final class TransferRecorder: @unchecked Sendable {
                     storedPartials.append(partial)
                     storedOrder.append("partial")
                 }
+                onPartial?(partial)
                 partialArrived.fulfill()
             })
     }
