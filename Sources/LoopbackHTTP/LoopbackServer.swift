@@ -278,10 +278,12 @@ public final class HTTPConnection: Sendable {
     static func reason(_ status: Int) -> String {
         switch status {
         case 200: return "OK"
+        case 206: return "Partial Content"
         case 301: return "Moved Permanently"
         case 302: return "Found"
         case 304: return "Not Modified"
         case 404: return "Not Found"
+        case 416: return "Range Not Satisfiable"
         case 500: return "Internal Server Error"
         default: return "Status"
         }

@@ -64,7 +64,7 @@ final class CurlEventLoop: Sendable {
             for transfer in work.cancelled {
                 guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { continue }
                 curl_multi_remove_handle(multi, easy)
-                transfer.releaseHandle()
+                transfer.finishCancelled()
             }
 
             var running: Int32 = 0

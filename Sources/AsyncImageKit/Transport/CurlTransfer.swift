@@ -17,14 +17,22 @@ final class CurlTransfer: @unchecked Sendable {
     let configuration: TransportConfiguration
     /// The request's headers (over the configuration's).
     let headers: [String: String]
+    /// Progress and partial bodies (see `DataTransferObserver`).
+    let observer: DataTransferObserver
     private let completionQueue: DispatchQueue
     private let completion: @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     private let state = Locked(State.pending)
+    /// Held by `cancel()` while it decides and by a progress call, so no
+    /// progress is reported after `cancel()` returned true. Recursive: a
+    /// progress handler may cancel its own transfer.
+    private let observerLock = NSRecursiveLock()
 
     // Loop thread only.
     private(set) var easy: UnsafeMutableRawPointer?
     private var body = Data()
     private var bodyTooLarge = false
+    /// The body's expected length for progress, read at its first bytes.
+    private var expectedLength: Int?
     /// The headers of the response being read (each new status line, as
     /// after a redirect, starts them again).
     private var responseHeaders: [String: String] = [:]
@@ -34,11 +42,13 @@ final class CurlTransfer: @unchecked Sendable {
 
     init(
         url: URL, configuration: TransportConfiguration, headers: [String: String] = [:],
+        observer: DataTransferObserver = DataTransferObserver(),
         completionQueue: DispatchQueue, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) {
         self.url = url
         self.configuration = configuration
         self.headers = headers
+        self.observer = observer
         self.completionQueue = completionQueue
         self.completion = completion
     }
@@ -54,6 +64,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// claimed (it then runs, or has run).
     @discardableResult
     func cancel() -> Bool {
+        observerLock.lock()
+        defer { observerLock.unlock() }
         let cancelled = state.withLock { state -> Bool in
             guard state == .pending else { return false }
             state = .cancelled
@@ -61,6 +73,16 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if cancelled { CurlEventLoop.shared.cancel(self) }
         return cancelled
+    }
+
+    /// Reports progress unless the transfer was cancelled (loop thread, or
+    /// the file queue for `file` URLs).
+    func reportProgress(_ received: Int, expected: Int?) {
+        guard let progress = observer.progress else { return }
+        observerLock.lock()
+        defer { observerLock.unlock() }
+        guard !isCancelled else { return }
+        progress(received, expected)
     }
 
     /// Delivers `result` on the completion queue, unless cancelled first.
@@ -105,7 +127,11 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
         set(aiv_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxBodySize)))
         if configuration.acceptsEncodedBodies {
-            set(aiv_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""))
+            // A range counts bytes of the encoded form: ask for the body as
+            // it is stored (identity), so offsets mean the bytes kept. A
+            // server that encodes anyway is still decoded (and no partial
+            // body is reported for it).
+            set(aiv_curl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, requestsRange ? "identity" : ""))
         }
         // Headers: the configuration's, then the request's over them. An
         // empty value ("Name:") makes libcurl send none of that name. An
@@ -135,6 +161,14 @@ final class CurlTransfer: @unchecked Sendable {
             return nil
         }
         return easy
+    }
+
+    /// Whether a `Range` header will be sent (the request's, or else the configuration's).
+    var requestsRange: Bool {
+        let value =
+            headers.first { $0.key.lowercased() == "range" }?.value
+            ?? configuration.headers.first { $0.key.lowercased() == "range" }?.value
+        return !(value ?? "").isEmpty
     }
 
     /// The schemes a redirect may lead to (`CURLOPT_REDIR_PROTOCOLS_STR`).
@@ -167,9 +201,47 @@ final class CurlTransfer: @unchecked Sendable {
             if aiv_curl_easy_getinfo_off_t(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length > 0 {
                 body.reserveCapacity(Int(min(length, curl_off_t(configuration.maxBodySize))))
             }
+            if observer.progress != nil { expectedLength = expectedBodyLength() }
         }
         body.append(bytes.assumingMemoryBound(to: UInt8.self), count: count)
+        reportProgress(body.count, expected: expectedLength)
         return count
+    }
+
+    /// The length of the response's body as sent, when it is known and
+    /// counts the bytes the write callback sees (no content encoding).
+    private func expectedBodyLength() -> Int? {
+        guard let easy, !isContentEncoded else { return nil }
+        var length: curl_off_t = -1
+        if aiv_curl_easy_getinfo_off_t(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length >= 0 {
+            return Int(length)
+        }
+        return responseHeaders["content-range"].flatMap(ContentRange.init)?.count
+    }
+
+    /// Whether the response names a content coding (other than `identity`).
+    private var isContentEncoded: Bool {
+        guard let encoding = responseHeaders["content-encoding"] else { return false }
+        return encoding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+    }
+
+    /// What was received, when it can be resumed: a 200 or 206 with body
+    /// bytes, no content encoding, within the size limit (loop thread,
+    /// before the handle is freed).
+    private func partialBody() -> PartialBody? {
+        guard observer.partial != nil, !body.isEmpty, !bodyTooLarge, let easy else { return nil }
+        var status = 0
+        _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        guard status == 200 || status == 206 else { return nil }
+        guard !isContentEncoded else { return nil }
+        var finalURL = url
+        var text: UnsafeMutablePointer<CChar>?
+        if aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
+            let effective = URL(string: String(cString: text))
+        {
+            finalURL = effective
+        }
+        return PartialBody(url: url, finalURL: finalURL, statusCode: status, headers: responseHeaders, data: body)
     }
 
     /// One header line of the response (loop thread).
@@ -189,9 +261,32 @@ final class CurlTransfer: @unchecked Sendable {
     /// Reads the outcome off the finished handle, frees it, and delivers.
     func finish(multi: UnsafeMutableRawPointer?, code: CURLcode) {
         let result = outcome(code)
+        let partial = partialBody()
         releaseHandle()
         body = Data()
-        deliver(result)
+        guard let partial, let report = observer.partial else { return deliver(result) }
+        // The completion is claimed here, not on the completion queue, so
+        // that a failure's partial body comes first and a later cancel()
+        // answers false. If a cancel() won, the handle is gone all the same:
+        // the partial body (the whole body, if it had all arrived) is its.
+        let claimed = observerLock.withLock {
+            state.withLock { state -> Bool in
+                guard state == .pending else { return false }
+                state = .delivered
+                return true
+            }
+        }
+        if !claimed || code != CURLE_OK { report(partial) }
+        if claimed { completionQueue.async { [completion] in completion(result) } }
+    }
+
+    /// Ends a cancelled transfer (its handle already removed from the multi
+    /// handle): reports what it had received, and frees the handle.
+    func finishCancelled() {
+        let partial = partialBody()
+        releaseHandle()
+        body = Data()
+        if let partial { observer.partial?(partial) }
     }
 
     /// Frees the easy handle (after it was removed from the multi handle).

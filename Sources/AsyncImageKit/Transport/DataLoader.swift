@@ -48,16 +48,22 @@ public final class DataLoader: Sendable {
     /// An unsupported scheme or a URL without a host fails at once (on the
     /// completion queue) without touching the network.
     ///
-    /// - Parameter headers: request headers, by name; they replace the
-    ///   configuration's of the same name, and an empty value removes one.
+    /// A request with a `Range` header asks for the body unencoded
+    /// (`Accept-Encoding: identity`) even when the configuration accepts
+    /// encoded bodies: byte offsets then count the bytes that were stored.
+    ///
+    /// - Parameters:
+    ///   - headers: request headers, by name; they replace the
+    ///     configuration's of the same name, and an empty value removes one.
+    ///   - observer: progress and partial bodies (see ``DataTransferObserver``).
     @discardableResult
     public func loadData(
-        from url: URL, headers: [String: String] = [:],
+        from url: URL, headers: [String: String] = [:], observer: DataTransferObserver = DataTransferObserver(),
         completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> DataTask {
         let transfer = CurlTransfer(
-            url: url, configuration: configuration, headers: headers, completionQueue: completionQueue,
-            completion: completion)
+            url: url, configuration: configuration, headers: headers, observer: observer,
+            completionQueue: completionQueue, completion: completion)
         if let error = Self.validate(url) {
             transfer.deliver(.failure(error))
         } else if url.scheme?.lowercased() == "file" {

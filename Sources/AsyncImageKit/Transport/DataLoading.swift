@@ -11,11 +11,35 @@ import Foundation
 ///   inside `loadData` itself, unless the returned task was cancelled first;
 /// - ``DataLoadingTask/cancel()`` says truthfully whether `completion` is now
 ///   sure never to run (the loader then frees the transfer's slot itself).
+///
+/// A custom transport implements ``loadData(_:completion:)``; it may also
+/// implement ``loadData(_:observer:completion:)`` to report progress and
+/// partial bodies (the default implementation ignores the observer).
 public protocol DataLoading: Sendable {
     /// Starts loading `request`. The loader never calls it under its own lock.
     func loadData(
         _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> any DataLoadingTask
+
+    /// Starts loading `request`, reporting to `observer` while it runs (see
+    /// ``DataTransferObserver`` for what ``DataLoader`` guarantees). The
+    /// loader never calls it under its own lock.
+    func loadData(
+        _ request: DataRequest, observer: DataTransferObserver,
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) -> any DataLoadingTask
+}
+
+extension DataLoading {
+    /// Ignores `observer` and calls ``loadData(_:completion:)``: a transport
+    /// that does not implement observation reports neither progress nor
+    /// partial bodies (so nothing is ever resumed through it).
+    public func loadData(
+        _ request: DataRequest, observer: DataTransferObserver,
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) -> any DataLoadingTask {
+        loadData(request, completion: completion)
+    }
 }
 
 /// What a transfer asks for: a URL, request headers and a time limit.
@@ -52,10 +76,19 @@ extension DataLoader: DataLoading {
     public func loadData(
         _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> any DataLoadingTask {
+        loadData(request, observer: DataTransferObserver(), completion: completion)
+    }
+
+    /// Loads `request` with this loader's limits, the request's headers and
+    /// timeout, reporting to `observer` (see ``DataTransferObserver``).
+    public func loadData(
+        _ request: DataRequest, observer: DataTransferObserver,
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) -> any DataLoadingTask {
         var configuration = self.configuration
         configuration.timeout = request.timeout
         return DataLoader(configuration: configuration, completionQueue: completionQueue)
-            .loadData(from: request.url, headers: request.headers, completion: completion)
+            .loadData(from: request.url, headers: request.headers, observer: observer, completion: completion)
     }
 }
 

@@ -16,7 +16,11 @@ enum FileReader {
     static func start(_ transfer: CurlTransfer) {
         queue.async {
             guard !transfer.isCancelled else { return }
-            transfer.deliver(read(transfer.url, limit: transfer.configuration.maxBodySize))
+            let result = read(transfer.url, limit: transfer.configuration.maxBodySize)
+            if case .success(let response) = result {
+                transfer.reportProgress(response.data.count, expected: response.data.count)
+            }
+            transfer.deliver(result)
         }
     }
 

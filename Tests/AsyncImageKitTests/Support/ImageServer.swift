@@ -29,9 +29,15 @@ final class ImageServer: @unchecked Sendable {
     private var server: LoopbackServer!
     private var bodies: [String: Data] = [:]
     private var handlers: [String: @Sendable (HTTPConnection) -> Void] = [:]
+    private var resources: [String: RangeResource] = [:]
 
     init() throws {
-        server = try LoopbackServer { [unowned self] request, connection in self.handle(request, connection) }
+        // Weak: a connection thread may read a request just as the test
+        // ends and frees this object (`unowned` crashed the test process then).
+        server = try LoopbackServer { [weak self] request, connection in
+            guard let self else { return connection.close() }
+            self.handle(request, connection)
+        }
     }
 
     deinit { stop() }
@@ -54,6 +60,14 @@ final class ImageServer: @unchecked Sendable {
     /// (a lying or broken response).
     func respond(_ path: String, with handler: @escaping @Sendable (HTTPConnection) -> Void) {
         lock.withLock { handlers[path] = handler }
+    }
+
+    /// Serves `resource` at `path`: validators, `Range` and `If-Range`, and
+    /// the faults injected into it (cut or held mid-body); see ``RangeResource``.
+    @discardableResult
+    func serve(_ path: String, resource: RangeResource) -> URL {
+        lock.withLock { resources[path] = resource }
+        return url(path: path)
     }
 
     /// Makes requests for `url` wait until ``release(_:)``.
@@ -96,6 +110,10 @@ final class ImageServer: @unchecked Sendable {
         waiters.forEach { $0.fulfill() }
         gate?.wait()
         defer { lock.withLock { active -= 1 } }
+        if let resource = lock.withLock({ resources[request.path] }) {
+            resource.respond(to: request, on: connection)
+            return
+        }
         if let handler = lock.withLock({ handlers[request.path] }) {
             handler(connection)
             return
