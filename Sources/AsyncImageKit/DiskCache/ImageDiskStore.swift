@@ -11,6 +11,7 @@ import Foundation
 /// | headers   | `diskKey`                    | none: HTTP metadata only  |
 /// | original  | `diskKey` + `\n#original`    | the response body         |
 /// | processed | `diskKey` + `\n#image:` + processing | a ``StoredImage`` |
+/// | partial   | `diskKey` + `\n#partial`    | the start of a body whose transfer was cut off |
 ///
 /// (Encoded request headers start `\n` and a digit, so no suffix can be
 /// mistaken for them.)
@@ -33,6 +34,7 @@ struct ImageDiskStore: Sendable {
     let cache: DataCache
 
     static func originalKey(_ diskKey: String) -> String { diskKey + "\n#original" }
+    static func partialKey(_ diskKey: String) -> String { diskKey + "\n#partial" }
     static func processedKey(_ diskKey: String, _ processing: String) -> String { diskKey + "\n#image:" + processing }
 
     /// A new generation: 64 random bits.
@@ -97,12 +99,43 @@ struct ImageDiskStore: Sendable {
         try cache.store(Data(), for: diskKey, metadata: metadata)
     }
 
+    /// The start of a body an earlier transfer received before it was cut
+    /// off, with the validator to resume it with (`If-Range`), or nil.
+    func partial(for diskKey: String) -> StoredPartial? {
+        guard let entry = cache.entry(for: Self.partialKey(diskKey)), !entry.data.isEmpty,
+            let validator = entry.metadata.etag ?? entry.metadata.lastModified
+        else { return nil }
+        return StoredPartial(data: entry.data, validator: validator, contentType: entry.metadata.contentType)
+    }
+
+    /// Keeps the start of a body to resume later (replacing an older one).
+    func storePartial(_ partial: StoredPartial, for diskKey: String) throws(AsyncImageError) {
+        let isTag = partial.validator.hasPrefix("\"")
+        let metadata = DataCacheMetadata(
+            etag: isTag ? partial.validator : nil, lastModified: isTag ? nil : partial.validator,
+            contentType: partial.contentType)
+        try cache.store(partial.data, for: Self.partialKey(diskKey), metadata: metadata)
+    }
+
+    /// Forgets the start of a body (resumed, or no longer resumable).
+    func removePartial(for diskKey: String) {
+        cache.removeData(for: Self.partialKey(diskKey))
+    }
+
     /// Whether a request for `processing` could be answered from disk without
     /// reading anything large: the headers entry and the part exist (not read).
     func contains(_ diskKey: String, processing: String) -> Bool {
         guard cache.contains(diskKey) else { return false }
         return cache.contains(Self.processedKey(diskKey, processing)) || cache.contains(Self.originalKey(diskKey))
     }
+}
+
+/// The start of a body kept to resume its transfer: the bytes, and the
+/// strong ETag or Last-Modified they belong to (sent as `If-Range`).
+struct StoredPartial: Sendable {
+    let data: Data
+    let validator: String
+    let contentType: String?
 }
 
 /// What a loader keeps on disk for a request (see

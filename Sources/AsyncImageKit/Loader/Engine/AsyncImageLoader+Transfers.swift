@@ -56,50 +56,18 @@ extension AsyncImageLoader {
         let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
         let key = job.diskKey
         let acceptStale = job.policy.contains(.returnStaleWhileRevalidating)
-        let staleOnError = !job.policy.contains(.neverStale)
-        // The network, with validators when a stale response is revalidated:
-        // a 304 serves what is stored (its headers refreshed), a 200 replaces it.
-        let network: @Sendable (_ stale: StoredResponse?) -> Void = { [weak self] stale in
-            // From here until the task is attached, a cancel waits for it (see `TransferHandle`).
-            guard let self, handle.beginStarting() else { return }
-            var request = request
-            if let stale { request.headers.merge(HTTPCaching.validators(stale.metadata)) { $1 } }
-            modifier?(&request)
-            let task = self.dataLoader.loadData(request) { [weak self] result in
-                guard let self else { return }
-                if let stale, case .success(let response) = result, response.statusCode == 304 {
-                    // Only the small headers entry is rewritten (the body and
-                    // processed images keep their generation), on the disk
-                    // write queue, handed over before the deliveries.
-                    var refreshed = stale
-                    refreshed.metadata = HTTPCaching.refreshed(stale.metadata, by: response.headers, now: Date().timeIntervalSince1970)
-                    if let writeDisk {
-                        let metadata = refreshed.metadata
-                        self.diskWrites.async { try? writeDisk.refresh(metadata, for: key) }
-                    }
-                    self.transferFinished(job, handle, .success(refreshed.response(for: response.url, status: 304)), stored: refreshed)
-                    return
-                }
-                // The server could not be reached to revalidate: the stale
-                // response, marked stale (unless the request refuses it).
-                if let stale, staleOnError, case .failure(let error) = result, error.allowsStaleResponse {
-                    let logger = self.state.withLock { $0.logger }
-                    logger.info("serving a stale image: revalidation failed: \(error)", metadata: ["url": "\(job.url.absoluteString)"])
-                    self.transferFinished(job, handle, .success(stale.response(for: job.url, status: 200)), stored: stale, stale: .servedOnError)
-                    return
-                }
-                self.transferFinished(job, handle, result)
-            }
-            // Cancelled while starting, and the task will never complete:
-            // the slot is freed as for a transfer nobody needs any more.
-            if handle.attach(task) { self.transferFinished(job, handle, .failure(.transport(request.url, code: 0, message: "cancelled"))) }
+        let transfer = TransferContext(
+            job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk,
+            staleOnError: !job.policy.contains(.neverStale))
+        let network: @Sendable (_ stale: StoredResponse?, _ partial: StoredPartial?) -> Void = { [weak self] stale, partial in
+            self?.startTransfer(transfer, stale: stale, partial: partial)
         }
         guard let readDisk else {
             effects.append {
                 if offline {
                     self.transferFinished(job, handle, .failure(.notCached(request.url)))
                 } else {
-                    network(nil)
+                    network(nil, nil)
                 }
             }
             return
@@ -121,11 +89,12 @@ extension AsyncImageLoader {
                         job, handle, .success(stored.response(for: request.url, status: 200)), stored: stored,
                         stale: !isStale ? .fresh : offline ? .servedOffline : .servedWhileRevalidating)
                 case .stale(let stored):
-                    network(stored)
+                    network(stored, nil)
                 case .miss where offline:
                     self.transferFinished(job, handle, .failure(.notCached(request.url)))
                 case .miss:
-                    network(nil)
+                    // What an earlier transfer received before it was cut off, to resume.
+                    network(nil, readDisk.partial(for: key))
                 }
             }
         }
@@ -138,7 +107,7 @@ extension AsyncImageLoader {
 
     /// From the transport: a failure is delivered at once; a body waits for
     /// a decoder, keeping its transfer slot until one is free.
-    private func transferFinished(
+    func transferFinished(
         _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>,
         stored: StoredResponse? = nil, stale: Staleness = .fresh
     ) {

@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+
+/// What a transfer needs once it leaves the lock: its job and handle, the
+/// request, the user's modifier, and where its partial body may be kept.
+struct TransferContext: Sendable {
+    let job: LoadJob
+    var handle: TransferHandle
+    let request: DataRequest
+    let modifier: (@Sendable (inout DataRequest) -> Void)?
+    let writeDisk: ImageDiskStore?
+    /// A stale response may be served when the server cannot be reached.
+    let staleOnError: Bool
+}
+
+/// The network stage: one transfer, with validators when a stale response
+/// is revalidated (a `304` serves what is stored, its headers refreshed; a
+/// `200` replaces it; an unreachable server serves it stale), and with a
+/// `Range` when an earlier transfer was cut off (a `206` is appended to
+/// what was kept; a `200` starts over). A transfer cut off or cancelled
+/// mid-body keeps what it received on disk for the next one.
+extension AsyncImageLoader {
+    /// Calls the request modifier and the transport (after the lock).
+    func startTransfer(_ transfer: TransferContext, stale: StoredResponse?, partial: StoredPartial?) {
+        let (job, handle) = (transfer.job, transfer.handle)
+        // From here until the task is attached, a cancel waits for it (see `TransferHandle`).
+        guard handle.beginStarting() else { return }
+        var request = transfer.request
+        if let stale { request.headers.merge(HTTPCaching.validators(stale.metadata)) { $1 } }
+        if let partial {
+            request.headers["Range"] = "bytes=\(partial.data.count)-"
+            request.headers["If-Range"] = partial.validator
+        }
+        transfer.modifier?(&request)
+        var observer = DataTransferObserver()
+        if let store = transfer.writeDisk {
+            observer.partial = { [weak self] received in self?.keep(received, resuming: partial, in: store, job) }
+        }
+        let task = dataLoader.loadData(request, observer: observer) { [weak self] result in
+            guard let self else { return }
+            var result = result
+            if let partial {
+                switch result {
+                case .success(let response) where response.statusCode == 206:
+                    guard let whole = Self.appending(response, to: partial) else {
+                        return self.restart(transfer, stale: stale, dropping: "a 206 that does not continue the stored part")
+                    }
+                    result = .success(whole)
+                case .failure(.httpStatus(_, code: 416)):
+                    return self.restart(transfer, stale: stale, dropping: "416: the stored part no longer fits")
+                default:
+                    break
+                }
+                if case .success = result, let store = transfer.writeDisk {
+                    diskWrites.async { store.removePartial(for: job.diskKey) }
+                }
+            }
+            if let stale, case .success(let response) = result, response.statusCode == 304 {
+                // Only the small headers entry is rewritten (the body and
+                // processed images keep their generation), on the disk
+                // write queue, handed over before the deliveries.
+                var refreshed = stale
+                refreshed.metadata = HTTPCaching.refreshed(
+                    stale.metadata, by: response.headers, now: Date().timeIntervalSince1970)
+                if let store = transfer.writeDisk {
+                    let metadata = refreshed.metadata
+                    diskWrites.async { try? store.refresh(metadata, for: job.diskKey) }
+                }
+                transferFinished(
+                    job, handle, .success(refreshed.response(for: response.url, status: 304)), stored: refreshed)
+                return
+            }
+            // The server could not be reached to revalidate: the stale
+            // response, marked stale (unless the request refuses it).
+            if let stale, transfer.staleOnError, case .failure(let error) = result, error.allowsStaleResponse {
+                let logger = state.withLock { $0.logger }
+                logger.info(
+                    "serving a stale image: revalidation failed: \(error)", metadata: ["url": "\(job.url.absoluteString)"])
+                transferFinished(
+                    job, handle, .success(stale.response(for: job.url, status: 200)), stored: stale, stale: .servedOnError)
+                return
+            }
+            transferFinished(job, handle, result)
+        }
+        // Cancelled while starting, and the task will never complete:
+        // the slot is freed as for a transfer nobody needs any more.
+        if handle.attach(task) {
+            transferFinished(job, handle, .failure(.transport(request.url, code: 0, message: "cancelled")))
+        }
+    }
+
+    /// From the completion of a resumed transfer whose range did not fit (a
+    /// `416`, or a `206` that does not continue the stored part): drops the
+    /// stored part and starts the transfer again, whole, under a new handle
+    /// in the same slot (the old task may not even be attached yet), unless
+    /// nobody needs it any more.
+    private func restart(_ transfer: TransferContext, stale: StoredResponse?, dropping reason: String) {
+        let job = transfer.job
+        if let store = transfer.writeDisk { diskWrites.async { store.removePartial(for: job.diskKey) } }
+        let (logger, next) = state.withLock { state -> (Logger, TransferHandle?) in
+            guard case .loading(let current) = job.phase, current === transfer.handle, !job.requests.isEmpty else {
+                return (state.logger, nil)
+            }
+            let handle = TransferHandle()
+            job.phase = .loading(handle)
+            return (state.logger, handle)
+        }
+        logger.debug("resuming \(job.url.absoluteString) failed (\(reason)): loading it whole")
+        guard let next else {
+            return transferFinished(job, transfer.handle, .failure(.transport(job.url, code: 0, message: "cancelled")))
+        }
+        var again = transfer
+        again.handle = next
+        startTransfer(again, stale: stale, partial: nil)
+    }
+
+    /// The whole body: `partial`'s bytes, then the `206`'s, or nil when the
+    /// part does not start where the stored bytes end (or is encoded).
+    static func appending(_ response: DataResponse, to partial: StoredPartial) -> DataResponse? {
+        let encoding = response.headers["content-encoding"]?.lowercased() ?? "identity"
+        guard encoding == "identity", let range = response.headers["content-range"].flatMap(ContentRange.init),
+            range.first == partial.data.count, range.count == response.data.count,
+            range.total.map({ $0 == range.last + 1 }) ?? true
+        else { return nil }
+        var headers = response.headers
+        headers["content-range"] = nil
+        headers["content-length"] = String(range.last + 1)
+        return DataResponse(
+            url: response.url, finalURL: response.finalURL, statusCode: 200, contentType: response.contentType,
+            data: partial.data + response.data, headers: headers)
+    }
+
+    /// From the transport's thread: keeps what a cut-off or cancelled
+    /// transfer received (after the stored part it resumed, for a `206`),
+    /// when it can be resumed (a strong ETag or a Last-Modified) and is not
+    /// in fact the whole body. Written on the disk write queue.
+    private func keep(_ received: PartialBody, resuming previous: StoredPartial?, in store: ImageDiskStore, _ job: LoadJob) {
+        guard let validator = received.ifRangeValidator else { return }
+        let data: Data
+        switch received.statusCode {
+        case 200:
+            data = received.data
+        case 206:
+            guard let previous, previous.validator == validator, received.firstByteOffset == previous.data.count else { return }
+            data = previous.data + received.data
+        default:
+            return
+        }
+        let total = received.contentRange?.total ?? received.headers["content-length"].flatMap { Int($0) }
+        guard total.map({ data.count < $0 }) ?? true else { return }  // all of it: nothing to resume
+        let (logger, url) = (state.withLock { $0.logger }, job.url.absoluteString)
+        let partial = StoredPartial(data: data, validator: validator, contentType: received.headers["content-type"])
+        diskWrites.async {
+            do {
+                try store.storePartial(partial, for: job.diskKey)
+                logger.debug("kept \(data.count) bytes of \(url) to resume")
+            } catch {
+                logger.warning("could not keep the partial body of \(url): \(error)")
+            }
+        }
+    }
+}
