@@ -74,7 +74,8 @@ extension AsyncImageLoader {
                     }
                     let body = DataResponse(
                         url: response.url, finalURL: response.finalURL, statusCode: 304,
-                        contentType: stale.metadata.contentType, data: stale.data, headers: response.headers)
+                        contentType: stale.metadata.contentType, data: stale.data, headers: response.headers,
+                        httpVersion: response.httpVersion, connection: response.connection)
                     self.transferFinished(job, handle, .success(body), fromDisk: true)
                     return
                 }
