@@ -212,6 +212,26 @@ final class TLSAndHTTP2Tests: XCTestCase {
         XCTAssertEqual(loaded.pixel(x: 28, y: 28), image.pixel(x: 28, y: 28))
     }
 
+    /// With HTTP/2 turned off the transfer offers only HTTP/1.1 (ALPN), which
+    /// nghttpd, an HTTP/2-only server, does not answer: libcurl's "empty
+    /// reply" shows the request went out in HTTP/1.1.
+    func testHTTP2CanBeTurnedOff() async throws {
+        try serve("a.bin", body(1000, seed: 5))
+        let server = try startHTTP2Server(docroot: docroot, certificates: certificates)
+        let url = server.url("/a.bin")
+        let loader = DataLoader(
+            configuration: TransportConfiguration(timeout: 30, certificateAuthorities: certificates.authority, allowsHTTP2: false))
+        do {
+            let response = try await loader.data(from: url)
+            XCTFail("nghttpd answered HTTP/\(response.httpVersion?.rawValue ?? "?")")
+        } catch AsyncImageError.transport(let failedURL, let code, _) {
+            XCTAssertEqual(failedURL, url)
+            XCTAssertEqual(code, 52)  // CURLE_GOT_NOTHING
+        }
+        let response = try await trusting(certificates.authority).data(from: url)
+        XCTAssertEqual(response.httpVersion, .http2)
+    }
+
     // MARK: HTTP/1.1
 
     /// A TLS server that offers no HTTP/2 (`openssl s_server`) is spoken to
