@@ -20,8 +20,15 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     case disallowedRedirect(URL, message: String)
     /// A `file` URL names no readable file.
     case fileNotFound(URL)
+    /// The TLS connection to an `https` server could not be set up: its
+    /// certificate chains to no trusted authority (such as a self-signed
+    /// one, or a private CA's without
+    /// ``TransportConfiguration/certificateAuthorities``), names another
+    /// host or has expired; the handshake failed; or the configured CA file
+    /// cannot be read. libcurl's code and message (which says which).
+    case tls(URL, code: Int, message: String)
     /// Any other transport failure (connection refused or reset, a body cut
-    /// short, TLS, DNS): libcurl's code and message.
+    /// short, DNS): libcurl's code and message.
     case transport(URL, code: Int, message: String)
     /// The data could not be decoded into an image.
     case decoding(DecodingFailure, url: URL?)
@@ -41,7 +48,7 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidURL, .encoding, .diskCache: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
-            .fileNotFound(let url), .transport(let url, _, _), .notCached(let url):
+            .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url):
             return url
         case .decoding(_, let url): return url
         }
@@ -72,6 +79,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "redirect to a scheme other than http or https refused loading \(url.absoluteString): \(message)"
         case .fileNotFound(let url):
             return "no readable file at \(url.absoluteString)"
+        case .tls(let url, let code, let message):
+            return "TLS failed for \(url.absoluteString) (curl error \(code)): \(message)"
         case .transport(let url, let code, let message):
             return "transfer of \(url.absoluteString) failed (curl error \(code)): \(message)"
         case .decoding(let failure, let url):

@@ -124,6 +124,22 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_FAILONERROR, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
+        if let authorities = configuration.certificateAuthorities {
+            // In place of the system's store: the bundle, and no CA folder
+            // (libcurl's default folder would add the system's CAs back).
+            set(aiv_curl_easy_setopt_string(easy, CURLOPT_CAINFO, authorities.path))
+            set(aiv_curl_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
+        }
+        let http2 = configuration.allowsHTTP2
+        set(aiv_curl_easy_setopt_long(
+            easy, CURLOPT_HTTP_VERSION, http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1))
+        if http2, url.scheme?.lowercased() == "https" {
+            // Wait for a connection being set up to this server to say (in
+            // its TLS handshake) whether it multiplexes, rather than open
+            // another. Not for `http`: libcurl 7.88 would hold the transfer
+            // until a whole earlier response to that server had arrived.
+            set(aiv_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
+        }
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
         set(aiv_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxBodySize)))
         if configuration.acceptsEncodedBodies {
@@ -302,6 +318,8 @@ final class CurlTransfer: @unchecked Sendable {
         var finalURL = url
         var contentType: String?
         var redirects = 0
+        var httpVersion: DataResponse.HTTPVersion?
+        var connection: DataResponse.Connection?
         if let easy {
             _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
             _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
@@ -315,6 +333,17 @@ final class CurlTransfer: @unchecked Sendable {
             if aiv_curl_easy_getinfo_string(easy, CURLINFO_CONTENT_TYPE, &text) == CURLE_OK, let text {
                 contentType = String(cString: text)
             }
+            var version = 0
+            if aiv_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK {
+                httpVersion = Self.httpVersion(version)
+            }
+            var localPort = 0
+            var connects = 0
+            if httpVersion != nil, aiv_curl_easy_getinfo_long(easy, CURLINFO_LOCAL_PORT, &localPort) == CURLE_OK,
+                aiv_curl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK
+            {
+                connection = DataResponse.Connection(localPort: localPort, newConnections: connects)
+            }
         }
         let message = errorMessage(code)
         switch code {
@@ -322,7 +351,7 @@ final class CurlTransfer: @unchecked Sendable {
             return .success(
                 DataResponse(
                     url: url, finalURL: finalURL, statusCode: status, contentType: contentType, data: body,
-                    headers: responseHeaders))
+                    headers: responseHeaders, httpVersion: httpVersion, connection: connection))
         case CURLE_HTTP_RETURNED_ERROR:
             return .failure(.httpStatus(finalURL, code: status))
         case CURLE_OPERATION_TIMEDOUT:
@@ -340,8 +369,31 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.disallowedRedirect(url, message: message))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))
+        case _ where Self.tlsCodes.contains(code):
+            return .failure(.tls(url, code: Int(code.rawValue), message: message))
         default:
             return .failure(.transport(url, code: Int(code.rawValue), message: message))
+        }
+    }
+
+    /// libcurl's codes for a failed TLS setup: the peer's certificate, the
+    /// handshake, the trusted authorities' or revocation files.
+    static let tlsCodes: Set<CURLcode> = [
+        CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CRL_BADFILE,
+        CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CERTPROBLEM,
+        CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+        CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT,
+    ]
+
+    /// `CURLINFO_HTTP_VERSION`'s value as a version; nil for none (0: no
+    /// response) or one this code does not know.
+    static func httpVersion(_ value: Int) -> DataResponse.HTTPVersion? {
+        switch value {
+        case CURL_HTTP_VERSION_1_0: return .http1_0
+        case CURL_HTTP_VERSION_1_1: return .http1_1
+        case CURL_HTTP_VERSION_2_0: return .http2
+        case CURL_HTTP_VERSION_3: return .http3
+        default: return nil
         }
     }
 

@@ -10,6 +10,13 @@ import Foundation
 /// interface); completion handlers run on ``completionQueue``, never on that
 /// thread, so decoding in a handler does not stall other transfers.
 ///
+/// `https` servers' certificates are always verified, against the system's
+/// store or ``TransportConfiguration/certificateAuthorities``; a failure is
+/// ``AsyncImageError/tls(_:code:message:)``. Where a server offers HTTP/2,
+/// concurrent transfers to it share one connection
+/// (``TransportConfiguration/allowsHTTP2``); ``DataResponse/httpVersion`` and
+/// ``DataResponse/connection`` tell which version and connection served each.
+///
 /// ```swift
 /// let loader = DataLoader(configuration: .init(timeout: 10))
 /// let task = loader.loadData(from: url) { result in

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Limits and settings for every transfer a ``DataLoader`` makes.
 public struct TransportConfiguration: Sendable, Hashable {
     /// Seconds a transfer may take from the moment it starts (time waiting in
@@ -17,6 +19,24 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// formats the built-in decoders read). A request's own headers replace
     /// these by name.
     public var headers: [String: String]
+    /// A PEM file of the certificate authorities that `https` servers'
+    /// certificates must chain to, in place of the system's store (libcurl's
+    /// `CURLOPT_CAINFO`): a private CA, or the throwaway CA of a test server.
+    /// Default `nil`: the system's store (Debian's `ca-certificates`).
+    ///
+    /// A certificate that chains to none of the trusted authorities, or names
+    /// another host, fails the transfer with ``AsyncImageError/tls(_:code:message:)``;
+    /// so does a file that cannot be read. Verification is never turned off.
+    /// Connections are shared only between transfers that trust the same
+    /// authorities.
+    public var certificateAuthorities: URL?
+    /// Whether `https` transfers use HTTP/2 when the server offers it (ALPN).
+    /// Default `true`: concurrent transfers to one server then share one
+    /// connection (each new transfer waits for the first connection's
+    /// handshake rather than opening another), and ``DataResponse/httpVersion``
+    /// says which version served each response. `false` keeps to HTTP/1.1.
+    /// `http` URLs always use HTTP/1.1.
+    public var allowsHTTP2: Bool
 
     /// `Accept` for the formats of ``ImageDecoderRegistry/default``.
     public static let defaultAccept = ImageDecoderRegistry.default.acceptHeader
@@ -25,9 +45,12 @@ public struct TransportConfiguration: Sendable, Hashable {
     public init(
         timeout: Double = 60, maxBodySize: Int = 50_000_000, maxRedirects: Int = 10,
         acceptsEncodedBodies: Bool = true, userAgent: String = "AsyncImageKit/0.1 (Linux; libcurl)",
-        headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept]
+        headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept],
+        certificateAuthorities: URL? = nil, allowsHTTP2: Bool = true
     ) {
         self.headers = headers
+        self.certificateAuthorities = certificateAuthorities
+        self.allowsHTTP2 = allowsHTTP2
         self.timeout = timeout
         self.maxBodySize = maxBodySize
         self.maxRedirects = maxRedirects
