@@ -7,9 +7,14 @@ struct StoredResponse: Sendable {
     var body: Data?
     var images: [String: Data]
 
-    /// The response the transfer stage hands on (its body, or none).
-    func response(for url: URL, status: Int) -> DataResponse {
-        DataResponse(url: url, statusCode: status, contentType: metadata.contentType, data: body ?? Data())
+    /// The response the transfer stage hands on (its body, or none);
+    /// `confirmedBy`: the `304` that revalidated it (its headers, HTTP
+    /// version and connection).
+    func response(for url: URL, status: Int, confirmedBy answer: DataResponse? = nil) -> DataResponse {
+        DataResponse(
+            url: url, finalURL: answer?.finalURL, statusCode: status, contentType: metadata.contentType,
+            data: body ?? Data(), headers: answer?.headers ?? [:], httpVersion: answer?.httpVersion,
+            connection: answer?.connection)
     }
 }
 

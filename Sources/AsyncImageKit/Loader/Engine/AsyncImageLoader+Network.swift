@@ -67,7 +67,8 @@ extension AsyncImageLoader {
                     diskWrites.async { try? store.refresh(metadata, for: job.diskKey) }
                 }
                 transferFinished(
-                    job, handle, .success(refreshed.response(for: response.url, status: 304)), stored: refreshed)
+                    job, handle, .success(refreshed.response(for: response.url, status: 304, confirmedBy: response)),
+                    stored: refreshed)
                 return
             }
             // The server could not be reached to revalidate: the stale
