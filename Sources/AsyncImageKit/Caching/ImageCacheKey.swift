@@ -44,7 +44,9 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 
     static func processingKey(_ options: DecodingOptions) -> String {
         guard let size = options.targetSize else { return "" }
+        let scaling = options.scaling.keyPart
         return "\(size.width)x\(size.height)-\(options.contentMode == .aspectFill ? "fill" : "fit")"
+            + (scaling.isEmpty ? "" : "-" + scaling)
     }
 
     /// Feeds the precomputed hash.

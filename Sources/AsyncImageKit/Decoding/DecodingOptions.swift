@@ -18,6 +18,10 @@ public struct DecodingOptions: Sendable, Hashable {
     /// How ``targetSize`` is met.
     public var contentMode: ContentMode
 
+    /// How the result is framed at ``targetSize`` (default none: exactly the
+    /// target size, Nimbus' default; see ``ScalingOptions``).
+    public var scaling: ScalingOptions
+
     /// The most scans a progressive JPEG may have (real encoders write about
     /// ten; a valid file can have thousands of tiny ones, each another pass
     /// over the whole image). Internal: tests lower it.
@@ -27,11 +31,21 @@ public struct DecodingOptions: Sendable, Hashable {
     public init(
         maxPixels: Int = DecodingOptions.defaultMaxPixels,
         targetSize: PixelSize? = nil,
-        contentMode: ContentMode = .aspectFill
+        contentMode: ContentMode = .aspectFill,
+        scaling: ScalingOptions = []
     ) {
         self.maxPixels = maxPixels
         self.targetSize = targetSize
         self.contentMode = contentMode
+        self.scaling = scaling
+    }
+
+    /// The size a decoder scales a source of `size` (upright) to before it
+    /// is framed: fitting or covering ``targetSize``, grown only with
+    /// ``ScalingOptions/enlargesSmallImages``; `size` itself with no target.
+    public func naturalSize(for size: PixelSize) -> PixelSize {
+        guard let targetSize else { return size }
+        return size.scaled(toFit: targetSize, contentMode: contentMode, enlarges: scaling.contains(.enlargesSmallImages))
     }
 
     /// Why `image` is over ``maxPixels`` (its source size times its frames),

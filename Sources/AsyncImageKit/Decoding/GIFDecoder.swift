@@ -32,8 +32,8 @@ public struct GIFDecoder: ImageDecoding {
             }
         }
         let image = try decoded.get()
-        guard let target = options.targetSize else { return image }
-        return try ImageResizer.resize(image, to: image.size.scaled(toFit: target, contentMode: options.contentMode))
+        guard options.targetSize != nil else { return image }
+        return try ImageResizer.resize(image, to: options.naturalSize(for: image.size))
     }
 
     /// The least a frame counts against the pixel limit: a frame's own

@@ -62,6 +62,7 @@ public struct ImageDecoderRegistry: Sendable {
             throw .decoding(
                 DecodingFailure(format: format, stage: .sniffing, reason: "no decoder registered for \(format)"), url: nil)
         }
-        return try decoder.decode(data, options: options)
+        // Every decoder delivers its natural size; the framing is done here, once.
+        return try DisplayFrame.apply(decoder.decode(data, options: options), options)
     }
 }

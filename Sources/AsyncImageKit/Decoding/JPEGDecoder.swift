@@ -27,9 +27,9 @@ public struct JPEGDecoder: ImageDecoding {
 
         // The final upright size, and the stored size the codec must reach.
         var storedTarget: PixelSize?
-        if let target = options.targetSize, let stored = header.size, stored.width > 0, stored.height > 0 {
+        if options.targetSize != nil, let stored = header.size, stored.width > 0, stored.height > 0 {
             let upright = orientation.swapsDimensions ? stored.transposed : stored
-            let final = upright.scaled(toFit: target, contentMode: options.contentMode)
+            let final = options.naturalSize(for: upright)
             storedTarget = orientation.swapsDimensions ? final.transposed : final
         }
 

@@ -27,7 +27,7 @@ public struct PNGDecoder: ImageDecoding {
             width: Int(result.width), height: Int(result.height), bytesPerRow: Int(result.bytes_per_row),
             frames: [ImageFrame(pixels: pixels, duration: 0)], format: .png,
             decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: result.decodedSize))
-        guard let target = options.targetSize else { return image }
-        return try ImageResizer.resize(image, to: image.size.scaled(toFit: target, contentMode: options.contentMode))
+        guard options.targetSize != nil else { return image }
+        return try ImageResizer.resize(image, to: options.naturalSize(for: image.size))
     }
 }

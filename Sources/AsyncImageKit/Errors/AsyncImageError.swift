@@ -41,11 +41,14 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The request could not use the network (``ImageCachePolicy/skipNetwork``)
     /// and no cache held the URL.
     case notCached(URL)
+    /// A processor (``ImageProcessing``) failed on a decoded image: its
+    /// identifier and why.
+    case processing(String, reason: String)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
         switch self {
-        case .invalidURL, .encoding, .diskCache: return nil
+        case .invalidURL, .encoding, .diskCache, .processing: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
             .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url):
@@ -92,6 +95,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "disk cache at \(path): \(message)"
         case .notCached(let url):
             return "\(url.absoluteString) is in no cache, and the request may not use the network"
+        case .processing(let processor, let reason):
+            return "processing '\(processor)' failed: \(reason)"
         }
     }
 }

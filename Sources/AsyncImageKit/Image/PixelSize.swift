@@ -21,17 +21,20 @@ public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(width)x\(height)" }
 
     /// The size this size is scaled to so that it fits or fills `target`,
-    /// keeping its aspect ratio and never growing (a size already within the
-    /// target is returned unchanged). Each side is at least 1 pixel.
-    public func scaled(toFit target: PixelSize, contentMode: ContentMode) -> PixelSize {
+    /// keeping its aspect ratio; it grows only when `enlarges` is true (else
+    /// a size already within the target is returned unchanged). Each side is
+    /// at least 1 pixel.
+    public func scaled(toFit target: PixelSize, contentMode: ContentMode, enlarges: Bool = false) -> PixelSize {
         guard width > 0, height > 0, target.width > 0, target.height > 0 else { return self }
         let sx = Double(target.width) / Double(width)
         let sy = Double(target.height) / Double(height)
         let scale = contentMode == .aspectFit ? min(sx, sy) : max(sx, sy)
-        guard scale < 1 else { return self }
-        return PixelSize(
-            width: max(1, min(width, Int((Double(width) * scale).rounded()))),
-            height: max(1, min(height, Int((Double(height) * scale).rounded()))))
+        guard scale < 1 || (enlarges && scale > 1) else { return self }
+        func side(_ length: Int) -> Int {
+            let scaled = Int(min((Double(length) * scale).rounded(), Double(1 << 30)))
+            return max(1, enlarges ? scaled : min(length, scaled))
+        }
+        return PixelSize(width: side(width), height: side(height))
     }
 }
 

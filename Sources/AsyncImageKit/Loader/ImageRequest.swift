@@ -33,13 +33,15 @@ public struct ImageRequest: Sendable, Hashable {
     /// - Parameters:
     ///   - targetSize: the size the image is shown at; `nil` decodes at full size.
     ///   - contentMode: how the image meets `targetSize`.
+    ///   - scaling: how the result is framed (default: exactly `targetSize`,
+    ///     Nimbus' default; see ``ScalingOptions``).
     ///   - maxPixels: the decompression-bomb limit (see ``DecodingOptions/maxPixels``).
     ///   - priority: where it stands in the queue.
     ///   - headers: request headers for its transfer.
     ///   - cachePolicy: the caches it uses, and the network or not.
     ///   - diskStorage: what the disk cache keeps for it (nil: the loader's choice).
     public init(
-        url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill,
+        url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill, scaling: ScalingOptions = [],
         maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal,
         headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches,
         diskStorage: DiskStorage? = nil
@@ -48,7 +50,8 @@ public struct ImageRequest: Sendable, Hashable {
         self.headers = headers
         self.cachePolicy = cachePolicy
         self.url = url
-        self.options = DecodingOptions(maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode)
+        self.options = DecodingOptions(
+            maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode, scaling: scaling)
         self.cacheKey = ImageCacheKey(url: url, options: options)
         self.priority = priority
     }

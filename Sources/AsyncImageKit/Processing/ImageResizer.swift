@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Averaging is alpha-weighted (done on premultiplied values), so transparent
 /// pixels do not darken the edges of opaque ones. Meant for downscaling; when
-/// a side grows, each output pixel takes the source pixel it falls in.
+/// a side grows, it is interpolated bilinearly.
 public enum ImageResizer {
     /// `image` resized to `size` (every frame); the image itself when the size is unchanged.
     public static func resize(_ image: Image, to size: PixelSize) throws(AsyncImageError) -> Image {
@@ -55,8 +55,12 @@ public enum ImageResizer {
             spans.reserveCapacity(destination)
             for d in 0..<destination {
                 if scale <= 1 {
-                    // Growing: the source pixel this one falls in.
-                    spans.append((min(source - 1, Int((Double(d) + 0.5) * scale)), [1]))
+                    // Growing (or the same size): bilinear between the two
+                    // source pixels whose centres surround this one's.
+                    let centre = (Double(d) + 0.5) * scale - 0.5
+                    let left = min(source - 1, max(0, Int(centre.rounded(.down))))
+                    let t = Float(min(1, max(0, centre - Double(left))))
+                    spans.append(left + 1 < source && t > 0 ? (left, [1 - t, t]) : (left, [1]))
                     continue
                 }
                 let lo = Double(d) * scale

@@ -130,7 +130,7 @@ final class LoaderStressTests: XCTestCase {
                         expected = junk ? .failure : .image(PixelSize(width: 2, height: 2))
                     case 3:
                         request = ImageRequest(url: url, targetSize: PixelSize(width: 3, height: 2), contentMode: .aspectFit)
-                        expected = junk ? .failure : .image(PixelSize(width: 2, height: 2))
+                        expected = junk ? .failure : .image(PixelSize(width: 3, height: 2))  // 2x2, with margins
                     case 4:
                         request = ImageRequest(url: url, maxPixels: 8)
                         expected = .failure

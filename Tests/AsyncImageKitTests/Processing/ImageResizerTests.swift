@@ -65,7 +65,7 @@ final class ImageResizerTests: XCTestCase {
 }
 
 /// The resizer against a plain reference: an exact box filter in double
-/// precision, alpha-weighted, computed pixel by pixel.
+/// precision (bilinear where a side grows), alpha-weighted, computed pixel by pixel.
 final class ImageResizerReferenceTests: XCTestCase {
     private func reference(_ image: Image, to size: PixelSize) -> [UInt8] {
         let sx = Double(image.width) / Double(size.width)
@@ -74,7 +74,13 @@ final class ImageResizerReferenceTests: XCTestCase {
         var out = [UInt8](repeating: 0, count: size.pixelCount * 4)
         // Per axis: (source index, weight) pairs covering one destination index.
         func span(_ d: Int, _ scale: Double, _ source: Int) -> [(Int, Double)] {
-            if scale <= 1 { return [(min(source - 1, Int((Double(d) + 0.5) * scale)), 1)] }
+            if scale <= 1 {
+                // Growing: bilinear between the source centres around this one's.
+                let centre = max(0, (Double(d) + 0.5) * scale - 0.5)
+                let left = min(source - 1, Int(centre))
+                let t = centre - Double(left)
+                return left + 1 < source && t > 0 ? [(left, 1 - t), (left + 1, t)] : [(left, 1)]
+            }
             let lo = Double(d) * scale
             let hi = min(Double(source), Double(d + 1) * scale)
             return (Int(lo)...min(source - 1, Int(hi.rounded(.up)) - 1)).map {
