@@ -21,9 +21,10 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 
     private let storage: Storage
 
-    /// The URL's absolute string.
+    /// The URL's absolute string, or the request's own key (``ImageRequest/init(url:targetSize:contentMode:scaling:maxPixels:priority:headers:cachePolicy:diskStorage:processors:key:)``).
     public var url: String { storage.url }
-    /// `""` for a full-size decode; otherwise e.g. `"256x256-fill"`.
+    /// `""` for a full-size decode without processors; otherwise e.g.
+    /// `"256x256-fill"`, followed by `|` and the processors' identifiers.
     public var processing: String { storage.processing }
     /// The hash computed when the key was made.
     var precomputedHash: Int { storage.hash }

@@ -42,7 +42,7 @@ extension AsyncImageLoader {
             image = StoredImage.decode(stored, decoders: decoders)
         }
         if image == nil, let body = store.original(for: key, generation: generation) {
-            image = try? decoders.decode(body, options: request.options)
+            image = try? request.processors.apply(to: decoders.decode(body, options: request.options))
         }
         guard let image, request.options.limitFailure(for: image) == nil else { return nil }
         if !policy.contains(.skipMemoryWrites) { cache?.setImage(image, for: request.cacheKey) }

@@ -3,13 +3,18 @@ import Foundation
 /// What to load: a URL, how to decode it, and how urgently.
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
+/// Requests are equal when their URL, options, processors (by identifier),
+/// key, priority, headers and policies are.
 public struct ImageRequest: Sendable, Hashable {
     /// The image's URL (`http`, `https` or `file`).
     public let url: URL
     /// How to decode: pixel limit, and a display size to downsample to.
     public let options: DecodingOptions
-    /// The memory-cache key: the URL and the display size.
+    /// The memory-cache key: the URL (or the request's own key) and the
+    /// display size and processors.
     public let cacheKey: ImageCacheKey
+    /// What runs on the decoded image, in order (see ``ImageProcessing``).
+    public let processors: [any ImageProcessing]
     /// Where the request stands in the loader's queue (default ``ImagePriority/normal``).
     /// Change a request already made through its ``ImageTask``.
     public var priority: ImagePriority
@@ -40,19 +45,44 @@ public struct ImageRequest: Sendable, Hashable {
     ///   - headers: request headers for its transfer.
     ///   - cachePolicy: the caches it uses, and the network or not.
     ///   - diskStorage: what the disk cache keeps for it (nil: the loader's choice).
+    ///   - processors: what runs on the decoded image, in order.
+    ///   - key: the image's identity in the caches, memory and disk, in place
+    ///     of the URL (OGImage's `key:`): for URLs that differ only by a
+    ///     signature or a token, name the image yourself. Requests with one
+    ///     key share one transfer (of the first one's URL).
     public init(
         url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill, scaling: ScalingOptions = [],
         maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal,
         headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches,
-        diskStorage: DiskStorage? = nil
+        diskStorage: DiskStorage? = nil, processors: [any ImageProcessing] = [], key: String? = nil
     ) {
         self.diskStorage = diskStorage
+        self.processors = processors
         self.headers = headers
         self.cachePolicy = cachePolicy
         self.url = url
         self.options = DecodingOptions(
             maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode, scaling: scaling)
-        self.cacheKey = ImageCacheKey(url: url, options: options)
+        let processing = ImageCacheKey.processingKey(options)
+        let chain = processors.keyPart
+        self.cacheKey = ImageCacheKey(
+            url: key ?? url.absoluteString,
+            processing: chain.isEmpty ? processing : processing + "|" + chain)
         self.priority = priority
+    }
+}
+
+extension ImageRequest {
+    /// Equal when every field is, processors compared by identifier.
+    public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
+        lhs.url == rhs.url && lhs.options == rhs.options && lhs.cacheKey == rhs.cacheKey
+            && lhs.priority == rhs.priority && lhs.headers == rhs.headers && lhs.cachePolicy == rhs.cachePolicy
+            && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
+    }
+
+    /// Hashes the URL and the cache key (which names the processors).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(cacheKey)
     }
 }

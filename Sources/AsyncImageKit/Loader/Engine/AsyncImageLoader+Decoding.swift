@@ -39,9 +39,13 @@ extension AsyncImageLoader {
     private func decode(_ job: LoadJob, _ data: Data, _ key: ImageCacheKey, _ options: DecodingOptions) {
         var key = key
         var options = options
+        // The last decode: sizes that differ only by their processors share it.
+        var decoded: (options: DecodingOptions, image: Image)?
         while true {
             let url = job.url
-            let (storedImage, hasBody) = state.withLock { _ in (job.storedImages[key.processing], job.hasBody) }
+            let (storedImage, hasBody, processors) = state.withLock { _ in
+                (job.storedImages[key.processing], job.hasBody, job.processors[key] ?? [])
+            }
             // A stored processed image is read back instead of decoding the
             // body; one that does not read (a damaged payload) falls back to
             // the body, or, with none, sends its requests to a job that loads it.
@@ -53,8 +57,17 @@ extension AsyncImageLoader {
             } else if unreadable, !hasBody {
                 outcome = .failure(.diskCache(path: "", message: "unreadable processed image"))
             } else {
+                // Decoded (or the last decode reused), then processed, here on
+                // the decode queue.
                 outcome = Result { () throws(AsyncImageError) -> Image in
-                    try decoders.decode(data, options: options)
+                    let image: Image
+                    if let decoded, decoded.options == options {
+                        image = decoded.image
+                    } else {
+                        image = try decoders.decode(data, options: options)
+                        decoded = (options, image)
+                    }
+                    return try processors.apply(to: image)
                 }.mapError { $0.with(url: url) }
             }
             // What decoded goes to the disk cache (never a body that failed

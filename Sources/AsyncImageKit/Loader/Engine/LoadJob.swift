@@ -34,6 +34,9 @@ final class LoadJob: @unchecked Sendable {
     /// after the requests leave: a decode whose requests were all cancelled
     /// still caches its image. Each cache once, by identity.
     private(set) var caches: [ImageCacheKey: [any ImageCaching]] = [:]
+    /// What runs on each size's decoded image (the same for every request
+    /// of a key: the key names the processors).
+    private(set) var processors: [ImageCacheKey: [any ImageProcessing]] = [:]
     /// Requests waiting for this job's body, by id.
     private(set) var requests: [UInt64: LoadRequest] = [:]
     var phase = Phase.queued
@@ -105,6 +108,7 @@ final class LoadJob: @unchecked Sendable {
         requests[record.id] = record
         record.job = self
         if !record.isPrefetch { visibleCount += 1 }
+        if !record.request.processors.isEmpty { processors[record.request.cacheKey] = record.request.processors }
         let processing = record.request.cacheKey.processing
         if processing.isEmpty || storage.contains(.originals) { storesOriginal = true }
         if !processing.isEmpty, storage.contains(.processedImages) { storedProcessings.insert(processing) }

@@ -73,13 +73,16 @@ final class LoadRequest: @unchecked Sendable {
     }
 
     /// The URL's key in the loader's tables.
-    var urlKey: String { request.cacheKey.url }
+    var urlKey: String { request.url.absoluteString }
+
+    /// The image's identity: its URL, or the request's own key.
+    var identityKey: String { request.cacheKey.url }
 
     /// The key of the transfer it may share: its URL and its headers.
     var jobKey: String {
         let policy = request.cachePolicy.intersection(LoadJob.transferPolicy)
-        guard !policy.isEmpty || !request.headers.isEmpty else { return urlKey }
-        return urlKey + "\n" + String(policy.rawValue) + LoadRequest.encode(request.headers)
+        guard !policy.isEmpty || !request.headers.isEmpty else { return identityKey }
+        return identityKey + "\n" + String(policy.rawValue) + LoadRequest.encode(request.headers)
     }
 
     /// The key of its body in the disk cache: its URL and its headers (a body
