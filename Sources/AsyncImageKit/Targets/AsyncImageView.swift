@@ -53,11 +53,13 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         var activityIndicatorStyle = ActivityIndicatorStyle.medium
         var crossfadeDuration = 0.4
         var onChange: (@Sendable (AsyncImageView) -> Void)?
+        var displaySize: PixelSize?
+        var contentMode = ContentMode.aspectFill
+        var scaling: ScalingOptions = []
     }
 
     private let fields = Locked(Fields())
     private let loader: AsyncImageLoader
-    private let displaySize: PixelSize?
     private let clock: @Sendable () -> Double
 
     /// Creates a view.
@@ -65,14 +67,21 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     /// - Parameters:
     ///   - loader: the loader ``imageURL`` uses.
     ///   - displaySize: the size it shows images at (they are decoded downsampled to it); nil for full size.
+    ///   - contentMode: how images meet `displaySize`.
+    ///   - scaling: how they are framed at it (default: exactly `displaySize`).
     ///   - clock: seconds on a monotonic clock (for the crossfade); the system uptime by default.
     public init(
-        loader: AsyncImageLoader = .shared, displaySize: PixelSize? = nil,
+        loader: AsyncImageLoader = .shared, displaySize: PixelSize? = nil, contentMode: ContentMode = .aspectFill,
+        scaling: ScalingOptions = [],
         clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
     ) {
         self.loader = loader
-        self.displaySize = displaySize
         self.clock = clock
+        fields.withLock {
+            $0.displaySize = displaySize
+            $0.contentMode = contentMode
+            $0.scaling = scaling
+        }
     }
 
     /// The loader this view loads with.
@@ -80,6 +89,52 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
 
     /// The size images are decoded for.
     public var imageDisplaySize: PixelSize? { displaySize }
+
+    /// How images meet ``displaySize``.
+    public var imageContentMode: ContentMode { contentMode }
+
+    /// How images are framed at ``displaySize``.
+    public var imageScaling: ScalingOptions { scaling }
+
+    /// The size it shows images at (nil: full size). A change loads the
+    /// current URL again at the new size (the memory cache first; the image
+    /// shown stays until the new one arrives).
+    public var displaySize: PixelSize? {
+        get { fields.withLock { $0.displaySize } }
+        set { changeDisplay { $0.displaySize = newValue } }
+    }
+
+    /// How images meet ``displaySize`` (default ``ContentMode/aspectFill``);
+    /// a change reloads as for ``displaySize``.
+    public var contentMode: ContentMode {
+        get { fields.withLock { $0.contentMode } }
+        set { changeDisplay { $0.contentMode = newValue } }
+    }
+
+    /// How images are framed at ``displaySize`` (see ``ScalingOptions``); a
+    /// change reloads as for ``displaySize``.
+    public var scaling: ScalingOptions {
+        get { fields.withLock { $0.scaling } }
+        set { changeDisplay { $0.scaling = newValue } }
+    }
+
+    /// Loads the current URL again for the current display size, content
+    /// mode and scaling (the memory cache first; the image shown stays).
+    public func imageDisplayDidChange() {
+        guard let url = imageURL else { return }
+        imageURL = url
+    }
+
+    /// Applies a change of display size, content mode or scaling; reloads
+    /// the current URL when it changed something.
+    private func changeDisplay(_ body: (inout Fields) -> Void) {
+        let changed = fields.withLock { fields -> Bool in
+            let before = (fields.displaySize, fields.contentMode, fields.scaling)
+            body(&fields)
+            return before != (fields.displaySize, fields.contentMode, fields.scaling)
+        }
+        if changed { imageDisplayDidChange() }
+    }
 
     /// The loaded image. Setting it starts a crossfade from what was shown.
     public var image: Image? {
@@ -104,6 +159,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
             }
         } }
         set {
+            let request = newValue.map { imageRequest(for: $0) }
             // The view's record and the loader call as one step against other
             // threads' sets, so the loader's latest URL is the view's.
             // `onChange` runs after, outside that step.
@@ -120,12 +176,12 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
                 }
                 // Cleared above at once; no later clear that could erase an image set meanwhile.
                 ImageURLRegistry.shared.set(newValue, for: self) { _ in
-                    guard let url = newValue else {
+                    guard let request else {
                         loader.cancelLoadingImages(target: self, action: ImageURLActions.show)
                         return
                     }
                     loader.loadImage(
-                        ImageRequest(url: url, targetSize: displaySize), target: self,
+                        request, target: self,
                         success: ImageAction(ImageURLActions.show.name) { target, image, url in
                             (target as? AsyncImageView)?.show(image, url: url, since: clears)
                         },

@@ -38,6 +38,17 @@ public protocol ImageDisplaying: AnyObject {
     /// The size the image is shown at, to decode it downsampled (default nil: full size).
     var imageDisplaySize: PixelSize? { get }
 
+    /// How the image meets ``imageDisplaySize`` (default ``ContentMode/aspectFill``).
+    var imageContentMode: ContentMode { get }
+
+    /// How the result is framed at ``imageDisplaySize`` (default none:
+    /// exactly the display size; see ``ScalingOptions``).
+    var imageScaling: ScalingOptions { get }
+
+    /// Loads ``imageURL`` again after the display size, content mode or
+    /// scaling changed (a default implementation is provided).
+    func imageDisplayDidChange()
+
     /// Called on the delivery queue when a load started by ``imageURL``
     /// succeeds (default: assigns ``image``).
     func imageLoadDidFinish(_ image: Image, url: URL)
@@ -52,6 +63,27 @@ extension ImageDisplaying {
 
     /// nil: decode at full size.
     public var imageDisplaySize: PixelSize? { nil }
+
+    /// ``ContentMode/aspectFill``.
+    public var imageContentMode: ContentMode { .aspectFill }
+
+    /// None: exactly the display size.
+    public var imageScaling: ScalingOptions { [] }
+
+    /// Call after ``imageDisplaySize``, ``imageContentMode`` or
+    /// ``imageScaling`` changed: loads ``imageURL`` again for the new values
+    /// (the memory cache first; the image shown stays until the new one
+    /// arrives). Does nothing without a URL.
+    public func imageDisplayDidChange() {
+        guard let url = imageURL else { return }
+        applyImageURL(url, clearsImage: false)
+    }
+
+    /// The request ``imageURL`` makes for `url`: this object's display size,
+    /// content mode and scaling.
+    public func imageRequest(for url: URL) -> ImageRequest {
+        ImageRequest(url: url, targetSize: imageDisplaySize, contentMode: imageContentMode, scaling: imageScaling)
+    }
 
     /// Assigns ``ImageDisplaying/image``.
     public func imageLoadDidFinish(_ image: Image, url: URL) {
@@ -96,7 +128,7 @@ extension ImageDisplaying {
                 return
             }
             loader.loadImage(
-                ImageRequest(url: url, targetSize: imageDisplaySize), target: self,
+                imageRequest(for: url), target: self,
                 success: ImageURLActions.show(since: record.clears), failure: ImageURLActions.fail(since: record.clears))
         }
     }
