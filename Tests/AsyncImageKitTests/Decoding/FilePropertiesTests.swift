@@ -514,7 +514,9 @@ final class FilePropertiesTests: XCTestCase {
         XCTAssertNil(oddResult.gpsLongitude)
     }
 
-    /// Random damage to every kind of file, EXIF included: properties or nil, never a crash.
+    /// Random damage to every kind of file, EXIF included: properties or nil,
+    /// never a crash; and whenever the damaged file still decodes, the
+    /// properties give the decoded image's size, orientation, frames and loops.
     func testMutatedFilesNeverCrash() throws {
         let quadrants = SyntheticImage.quadrants(width: 24, height: 16)
         let exif = cameraEXIF(bigEndian: true, south: false, west: true)
@@ -525,6 +527,7 @@ final class FilePropertiesTests: XCTestCase {
             width: 4, height: 4, globalPalette: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 9, g: 9, b: 9)],
             frames: [.filled(1, width: 4, height: 4), .filled(0, width: 2, height: 2)], loopCount: 2)
         var random = SplitMix64(seed: 6)
+        var decoded = 0
         for file in [jpeg, png, gif, Data(exif.tiff())] {
             for length in 0..<min(file.count, 600) { _ = ImageFileProperties(data: file.prefix(length)) }
             var bytes = [UInt8](file)
@@ -534,11 +537,20 @@ final class FilePropertiesTests: XCTestCase {
                     let at = Int(random.next() % UInt64(mutated.count))
                     mutated[at] = random.next() % 3 == 0 ? 0xFF : UInt8(truncatingIfNeeded: random.next())
                 }
-                _ = ImageFileProperties(data: Data(mutated))
+                let properties = ImageFileProperties(data: Data(mutated))
                 _ = EXIFProperties(tiff: Data(mutated))
+                // Whatever decodes, the header properties describe.
+                if let image = try? ImageDecoder().decode(Data(mutated)) {
+                    decoded += 1
+                    XCTAssertEqual(properties?.uprightPixelSize, image.originalSize)
+                    XCTAssertEqual(properties?.orientation, image.orientation)
+                    XCTAssertEqual(properties?.frameCount, image.frames.count)
+                    XCTAssertEqual(properties?.loopCount, image.loopCount)
+                }
                 if random.next() % 50 == 0 { bytes = mutated }  // let damage accumulate now and then
             }
         }
+        XCTAssertGreaterThan(decoded, 100, "few mutated files decoded: the agreement check checked little")
         XCTAssertNil(ImageFileProperties(data: Data()))
         XCTAssertNil(ImageFileProperties(data: Data("not an image".utf8)))
         XCTAssertNil(ImageFileProperties(data: Data([0xFF, 0xD8, 0xFF])))
