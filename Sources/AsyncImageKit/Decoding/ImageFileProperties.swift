@@ -20,7 +20,8 @@ import Foundation
 ///
 /// ### Per format
 /// - **PNG**: IHDR (size, bit depth, colour type, Adam7), `iCCP`, `tRNS`,
-///   `eXIf` (its orientation is applied by ``PNGDecoder``), APNG `acTL`.
+///   `eXIf` (its orientation, when the chunk precedes IDAT, is applied by
+///   ``PNGDecoder``), APNG `acTL`.
 /// - **JPEG**: the first SOFn (size, precision, components, process), JFIF
 ///   APP0, the first APP1 `Exif`, APP2 `ICC_PROFILE`, Adobe APP14 (its
 ///   transform tells YCCK from CMYK and RGB from YCbCr).
@@ -34,7 +35,10 @@ public struct ImageFileProperties: Sendable, Hashable {
     /// The size as stored: PNG IHDR, the JPEG frame header, the GIF logical screen.
     public var pixelSize: PixelSize
 
-    /// The EXIF orientation (``ImageOrientation/up`` without EXIF or for GIF).
+    /// The EXIF orientation the decoders apply: ``ImageOrientation/up``
+    /// without EXIF, for GIF, and for a PNG whose `eXIf` chunk comes after
+    /// the image data (browsers ignore those; ``exif`` still reports the
+    /// chunk's own orientation tag).
     public var orientation: ImageOrientation
 
     /// Bits per sample as stored: PNG 1, 2, 4, 8 or 16 (for a palette image,

@@ -4,9 +4,11 @@ import Foundation
 /// Decodes PNG with libpng: every colour type and bit depth (1 to 16), Adam7
 /// interlacing, palettes with `tRNS` transparency; 16-bit samples are scaled
 /// to 8 bits. Samples are returned as stored (no gamma or ICC transform).
-/// The EXIF orientation of an `eXIf` chunk (1-8) is applied, as for JPEG:
-/// the image is upright, ``Image/orientation`` tells what was applied and
-/// ``Image/originalSize`` is the upright size.
+/// The EXIF orientation of an `eXIf` chunk (1-8) before the image data is
+/// applied, as for JPEG: the image is upright, ``Image/orientation`` tells
+/// what was applied and ``Image/originalSize`` is the upright size. An
+/// `eXIf` after the image data is ignored for orientation, as browsers do
+/// (PNG's third edition puts it before IDAT).
 ///
 /// A downsampled decode decodes at full size, then resizes with area
 /// averaging (to the target in upright terms), then turns the result upright.

@@ -21,12 +21,18 @@ struct PNGHeader {
     var hasTransparencyChunk = false
     /// The first readable `eXIf` chunk.
     var exif: EXIFProperties?
+    /// Whether that chunk came before the first IDAT.
+    var exifPrecedesImageData = false
     /// The `acTL` chunk's frame and play counts.
     var animationFrameCount: Int?
     var animationPlayCount: Int?
 
-    /// EXIF orientation, `.up` when absent or invalid.
-    var orientation: ImageOrientation { exif?.orientation ?? .up }
+    /// The EXIF orientation to apply: `.up` when absent or invalid, or when
+    /// the `eXIf` chunk comes after the image data. PNG's third edition
+    /// (W3C, 2025) puts eXIf before IDAT, and browsers ignore a late one's
+    /// orientation (WPT css-images `image-orientation-exif-png-2`: "late EXIF
+    /// data is ignored"), as this does; its metadata is still reported.
+    var orientation: ImageOrientation { exifPrecedesImageData ? exif?.orientation ?? .up : .up }
 
     init(_ data: Data) {
         data.withUnsafeBytes { raw in
@@ -38,6 +44,7 @@ struct PNGHeader {
         guard bytes.matches(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { return }
         var offset = 8
         var first = true
+        var seenImageData = false
         while let length = bytes.u32(offset), length <= 0x7FFF_FFFF, let type = bytes.u32(offset + 4) {
             guard let payload = bytes.slice(offset + 8, Int(length)) else { return }
             switch type {
@@ -53,8 +60,13 @@ struct PNGHeader {
                 hasICCProfile = true
             case 0x7452_4E53:  // tRNS
                 hasTransparencyChunk = true
+            case 0x4944_4154:  // IDAT
+                seenImageData = true
             case 0x6558_4966:  // eXIf
-                if exif == nil { exif = EXIFReader.read(payload) }
+                if exif == nil {
+                    exif = EXIFReader.read(payload)
+                    exifPrecedesImageData = !seenImageData
+                }
             case 0x6163_544C:  // acTL
                 if let frames = payload.u32(0), let plays = payload.u32(4) {
                     animationFrameCount = Int(frames)

@@ -283,8 +283,9 @@ final class FilePropertiesTests: XCTestCase {
         XCTAssertEqual(viaRegistry.size, PixelSize(width: 50, height: 100))
     }
 
-    /// An `eXIf` after the image data (as some older writers put it) still
-    /// counts; an invalid orientation value or damaged block is ignored.
+    /// An `eXIf` after the image data (allowed by the 2017 extension, not by
+    /// PNG's third edition) is reported but its orientation is not applied,
+    /// as browsers do; an invalid orientation value or damaged block is ignored.
     func testPNGEXIFAfterImageDataAndInvalidOrientation() throws {
         let source = SyntheticImage.quadrants(width: 8, height: 4)
         var samples: [UInt16] = []
@@ -295,13 +296,18 @@ final class FilePropertiesTests: XCTestCase {
             }
         }
         var builder = EXIFBuilder(bigEndian: true)
-        builder.image = [(0x0112, .short([3]))]
-        let trailing = RawPNGWriter.encode(
+        builder.image = [(0x0112, .short([6]))]
+        let late = RawPNGWriter.encode(
             width: 8, height: 4, colorType: .rgba, bitDepth: 8, samples: samples,
             trailingChunks: [("eXIf", Data(builder.tiff()))])
-        let image = try PNGDecoder().decode(trailing)
-        XCTAssertEqual(image.orientation, .down)
-        XCTAssertEqual(image.pixel(x: 0, y: 0), white)
+        let image = try PNGDecoder().decode(late)
+        XCTAssertEqual(image.orientation, .up)
+        XCTAssertEqual(image.size, PixelSize(width: 8, height: 4))
+        XCTAssertEqual(image.pixel(x: 0, y: 0), red)
+        let properties = try XCTUnwrap(ImageFileProperties(data: late))
+        XCTAssertEqual(properties.orientation, .up)
+        XCTAssertEqual(properties.uprightPixelSize, PixelSize(width: 8, height: 4))
+        XCTAssertEqual(properties.exif?.orientation, .right)
 
         builder.image = [(0x0112, .short([9]))]
         for payload in [Data(builder.tiff()), Data([0x4D, 0x4D, 0, 42, 0xFF, 0xFF, 0xFF, 0xFF]), Data()] {
@@ -406,6 +412,12 @@ final class FilePropertiesTests: XCTestCase {
         XCTAssertEqual(try properties("valid/jpeg/testorig.jpg").colorType, .ycbcr)
         XCTAssertEqual(try properties("valid/gif/animated_loop.gif").loopCount, 0)
         XCTAssertEqual(try properties("valid/gif/fire.gif").isInterlaced, true)
+        // libpng's pngtest.png has an eXIf (orientation 5) after its IDAT: reported, not applied.
+        let pngtest = try properties("valid/png/pngtest.png")
+        XCTAssertEqual(pngtest.exif?.orientation, .leftMirrored)
+        XCTAssertEqual(pngtest.exif?.tagsPresent.contains(.exifDirectory), true)
+        XCTAssertEqual(pngtest.orientation, .up)
+        XCTAssertEqual(pngtest.uprightPixelSize, PixelSize(width: 91, height: 69))
     }
 
     /// The facts a manifest note states about a file's header.
