@@ -9,12 +9,15 @@ import Foundation
 
 /// One input: decoded at full size and downsampled (the first byte picks the
 /// display size and content mode), under a small pixel limit so that each run
-/// stays quick. Every input must end in an image or a thrown
-/// `AsyncImageError`; anything else (a crash, a leak, a sanitizer report, an
-/// image whose pixels do not match its size) is a finding.
+/// stays quick, and its header properties read (`ImageFileProperties`).
+/// Every input must end in an image or a thrown `AsyncImageError`; anything
+/// else (a crash, a leak, a sanitizer report, an image whose pixels do not
+/// match its size, a decoded image whose size or frame count its header
+/// properties do not give) is a finding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let data = Data(bytes: bytes, count: count)
+    let properties = ImageFileProperties(data: data)
     let selector = count > 0 ? Int(bytes[0]) : 0
     let side = 1 + selector % 97
     let options: [DecodingOptions] = [
@@ -26,6 +29,9 @@ public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     for option in options {
         do {
             let image = try ImageDecoder().decode(data, options: option)
+            precondition(
+                properties?.uprightPixelSize == image.originalSize && properties?.frameCount == image.frames.count,
+                "the header properties disagree with the decoded image")
             precondition(image.width > 0 && image.height > 0, "empty image reported as a success")
             precondition(image.bytesPerRow >= image.width * 4, "bytesPerRow too small")
             for frame in image.frames {

@@ -33,9 +33,12 @@ public enum RawPNGWriter {
     /// - Parameters:
     ///   - palette: PLTE entries for `.palette`.
     ///   - transparency: the raw tRNS chunk payload, if any.
+    ///   - chunks: more chunks (type and payload, e.g. `eXIf`, `iCCP`), written before IDAT.
+    ///   - trailingChunks: chunks written after IDAT, before IEND.
     public static func encode(
         width: Int, height: Int, colorType: ColorType, bitDepth: Int, samples: [UInt16],
-        palette: [RGBA] = [], transparency: Data? = nil, interlaced: Bool = false
+        palette: [RGBA] = [], transparency: Data? = nil, interlaced: Bool = false,
+        chunks: [(type: String, payload: Data)] = [], trailingChunks: [(type: String, payload: Data)] = []
     ) -> Data {
         var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         var ihdr = Data()
@@ -47,6 +50,7 @@ public enum RawPNGWriter {
             png.append(chunk: "PLTE", Data(palette.flatMap { [$0.r, $0.g, $0.b] }))
         }
         if let transparency { png.append(chunk: "tRNS", transparency) }
+        for chunk in chunks { png.append(chunk: chunk.type, chunk.payload) }
 
         var raw = Data()
         let passes: [(x: Int, y: Int, dx: Int, dy: Int)] =
@@ -68,8 +72,24 @@ public enum RawPNGWriter {
             }
         }
         png.append(chunk: "IDAT", deflate(raw))
+        for chunk in trailingChunks { png.append(chunk: chunk.type, chunk.payload) }
         png.append(chunk: "IEND", Data())
         return png
+    }
+
+    /// An 8-bit RGBA PNG of `image`'s first frame, with extra chunks (e.g. an
+    /// `eXIf` orientation) before IDAT.
+    public static func encode(_ image: Image, chunks: [(type: String, payload: Data)]) -> Data {
+        var samples: [UInt16] = []
+        samples.reserveCapacity(image.width * image.height * 4)
+        for y in 0..<image.height {
+            for x in 0..<image.width {
+                let pixel = image.pixel(x: x, y: y)
+                samples += [UInt16(pixel.r), UInt16(pixel.g), UInt16(pixel.b), UInt16(pixel.a)]
+            }
+        }
+        return encode(
+            width: image.width, height: image.height, colorType: .rgba, bitDepth: 8, samples: samples, chunks: chunks)
     }
 
     static func deflate(_ data: Data) -> Data {

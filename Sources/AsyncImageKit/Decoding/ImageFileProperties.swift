@@ -1,0 +1,162 @@
+import Foundation
+
+/// What an image file says about itself, read from its headers without
+/// decoding any pixels: format, stored and upright size, bit depth, colour
+/// type, frames and loop count, an ICC profile's presence, interlacing, and
+/// EXIF metadata (OGImage's `originalFileProperties`).
+///
+/// ```swift
+/// if let properties = ImageFileProperties(data: data) {
+///     print(properties.format, properties.uprightPixelSize, properties.colorType, properties.bitDepth)
+///     if let exif = properties.exif { print(exif.model ?? "unknown camera", exif.dateTaken as Any) }
+/// }
+/// ```
+///
+/// Reading is cheap: a walk over the PNG chunk headers, the JPEG marker
+/// segments up to the first scan, or the GIF blocks (jumping over image
+/// data), with every offset and length checked, so no input can crash it. It
+/// does not check that the pixel data is valid: a file can have properties
+/// and still fail to decode.
+///
+/// ### Per format
+/// - **PNG**: IHDR (size, bit depth, colour type, Adam7), `iCCP`, `tRNS`,
+///   `eXIf` (its orientation, when the chunk precedes IDAT, is applied by
+///   ``PNGDecoder``), APNG `acTL`.
+/// - **JPEG**: the first SOFn (size, precision, components, process), JFIF
+///   APP0, the first APP1 `Exif`, APP2 `ICC_PROFILE`, Adobe APP14 (its
+///   transform tells YCCK from CMYK and RGB from YCbCr).
+/// - **GIF**: the logical screen, the colour tables, image descriptors,
+///   graphic control extensions, NETSCAPE2.0 and `ICCRGBG1012` application
+///   extensions.
+public struct ImageFileProperties: Sendable, Hashable {
+    /// The format, sniffed from the signature.
+    public var format: ImageFormat
+
+    /// The size as stored: PNG IHDR, the JPEG frame header, the GIF logical screen.
+    public var pixelSize: PixelSize
+
+    /// The EXIF orientation the decoders apply: ``ImageOrientation/up``
+    /// without EXIF, for GIF, and for a PNG whose `eXIf` chunk comes after
+    /// the image data (browsers ignore those; ``exif`` still reports the
+    /// chunk's own orientation tag).
+    public var orientation: ImageOrientation
+
+    /// Bits per sample as stored: PNG 1, 2, 4, 8 or 16 (for a palette image,
+    /// bits per index); the JPEG frame's precision (8, or 12); for GIF, bits
+    /// per palette index (1-8) of the global colour table, or of the first
+    /// image's local table when there is no global one.
+    public var bitDepth: Int
+
+    /// How the file stores colour.
+    public var colorType: ImageColorType
+
+    /// The frames the decoders produce: the number of complete GIF image
+    /// descriptors, 1 for PNG and JPEG (an APNG's extra frames are not
+    /// decoded; see ``animatedPNGFrameCount``).
+    public var frameCount: Int
+
+    /// How many times a GIF animation repeats (NETSCAPE2.0 extension; `0` =
+    /// forever), `nil` when the file does not say (and for PNG and JPEG).
+    /// The same value as ``Image/loopCount``.
+    public var loopCount: Int?
+
+    /// Whether the file embeds an ICC colour profile: PNG `iCCP`, JPEG APP2
+    /// `ICC_PROFILE`, GIF `ICCRGBG1012`. (The decoders do not apply it.)
+    public var hasICCProfile: Bool
+
+    /// Whether the image is stored in passes: PNG Adam7, a progressive JPEG
+    /// (SOF2, SOF6, SOF10, SOF14), a GIF whose first image is interlaced.
+    public var isInterlaced: Bool
+
+    /// Whether the file can hold transparent pixels: a PNG with an alpha
+    /// channel or a `tRNS` chunk, a GIF with a transparent colour index. Always
+    /// `false` for JPEG.
+    public var hasTransparency: Bool
+
+    /// The EXIF metadata of a JPEG APP1 `Exif` segment or a PNG `eXIf`
+    /// chunk, `nil` when there is none or its TIFF header is unreadable.
+    public var exif: EXIFProperties?
+
+    /// The JPEG's frame and colour-transform details, `nil` for other formats.
+    public var jpeg: JPEGCoding?
+
+    /// The frames an APNG's `acTL` chunk declares (the decoders show only
+    /// the default image), `nil` for a plain PNG and other formats.
+    public var animatedPNGFrameCount: Int?
+
+    /// The plays an APNG's `acTL` chunk declares (`0` = forever), `nil` without `acTL`.
+    public var animatedPNGPlayCount: Int?
+
+    /// The upright size: ``pixelSize`` with width and height exchanged when
+    /// the ``orientation`` turns the image by 90°. The size of the decoded
+    /// ``Image`` (its ``Image/originalSize``).
+    public var uprightPixelSize: PixelSize {
+        orientation.swapsDimensions ? pixelSize.transposed : pixelSize
+    }
+
+    /// Creates properties from known values (for tests and custom decoders).
+    public init(
+        format: ImageFormat, pixelSize: PixelSize, orientation: ImageOrientation = .up, bitDepth: Int = 8,
+        colorType: ImageColorType, frameCount: Int = 1, loopCount: Int? = nil, hasICCProfile: Bool = false,
+        isInterlaced: Bool = false, hasTransparency: Bool = false, exif: EXIFProperties? = nil,
+        jpeg: JPEGCoding? = nil, animatedPNGFrameCount: Int? = nil, animatedPNGPlayCount: Int? = nil
+    ) {
+        self.format = format
+        self.pixelSize = pixelSize
+        self.orientation = orientation
+        self.bitDepth = bitDepth
+        self.colorType = colorType
+        self.frameCount = frameCount
+        self.loopCount = loopCount
+        self.hasICCProfile = hasICCProfile
+        self.isInterlaced = isInterlaced
+        self.hasTransparency = hasTransparency
+        self.exif = exif
+        self.jpeg = jpeg
+        self.animatedPNGFrameCount = animatedPNGFrameCount
+        self.animatedPNGPlayCount = animatedPNGPlayCount
+    }
+
+    /// Reads the properties of an encoded image from its headers.
+    ///
+    /// Returns `nil` when `data` is not PNG, JPEG or GIF (by its signature),
+    /// or when the header that gives the size is missing or cut off (a PNG
+    /// whose first chunk is not a whole IHDR, a JPEG with no frame header
+    /// before its first scan, a GIF shorter than its logical screen
+    /// descriptor). Damage after that header yields what was read before it.
+    /// Never traps, whatever the input.
+    public init?(data: Data) {
+        switch ImageFormat.sniff(data) {
+        case .png?:
+            let header = PNGHeader(data)
+            guard let size = header.size else { return nil }
+            let colorType = header.colorType
+            self.init(
+                format: .png, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, hasICCProfile: header.hasICCProfile, isInterlaced: header.isInterlaced,
+                hasTransparency: colorType == .rgba || colorType == .grayscaleAlpha || header.hasTransparencyChunk,
+                exif: header.exif, animatedPNGFrameCount: header.animationFrameCount,
+                animatedPNGPlayCount: header.animationPlayCount)
+        case .jpeg?:
+            let header = JPEGHeader(data)
+            guard let size = header.size, let marker = header.startOfFrameMarker else { return nil }
+            let coding = JPEGCoding(
+                startOfFrameMarker: marker, componentCount: header.componentIDs.count,
+                adobeTransform: header.adobeTransform, hasJFIF: header.hasJFIF)
+            self.init(
+                format: .jpeg, pixelSize: size, orientation: header.orientation, bitDepth: header.precision ?? 8,
+                colorType: header.colorType, hasICCProfile: header.hasICCProfile,
+                isInterlaced: coding.process == .progressive, exif: header.exif, jpeg: coding)
+        case .gif?:
+            let header = GIFHeader(data)
+            guard let size = header.size else { return nil }
+            self.init(
+                format: .gif, pixelSize: size, bitDepth: header.globalPaletteBits ?? header.firstLocalPaletteBits ?? 8,
+                colorType: .palette, frameCount: header.frameCount, loopCount: header.loopCount,
+                hasICCProfile: header.hasICCProfile, isInterlaced: header.firstFrameInterlaced,
+                hasTransparency: header.hasTransparency)
+        case nil:
+            return nil
+        }
+    }
+}
