@@ -133,7 +133,8 @@ public struct AnimationTimeline: Sendable, Hashable {
 
     /// The time at which the shown frame next changes after `t` (the start
     /// of the next frame, or of the next loop). `nil` when it never changes
-    /// again: a still image, playback over, or a frame that lasts forever.
+    /// again: a still image, the last frame of the last play (it stays up),
+    /// or a frame that lasts forever.
     /// A view that draws itself needs only this to schedule its next redraw.
     public func nextFrameChange(after t: Double) -> Double? {
         guard isAnimated, !t.isNaN, !isFinished(at: t), t.isFinite || t < 0 else { return nil }
@@ -146,7 +147,12 @@ public struct AnimationTimeline: Sendable, Hashable {
         let phase = fmod(t, loopDuration)
         let loopStart = t - phase
         let index = Self.lastIndex(in: frameStartTimes, atOrBefore: phase)
-        let end = index + 1 < frameStartTimes.count ? frameStartTimes[index + 1] : loopDuration
+        let isLast = index + 1 == frameStartTimes.count
+        let end = isLast ? loopDuration : frameStartTimes[index + 1]
+        // The last frame of the last play stays up: no change at the end.
+        // (Compared with half a loop's slack: `t - phase + loopDuration` may
+        // round an ulp away from `playCount * loopDuration`.)
+        if isLast, let total = totalDuration, total - (loopStart + end) < loopDuration / 2 { return nil }
         // When t is so large that adding the rest of the frame gets lost in
         // rounding, the next representable time is still after t.
         let next = loopStart + end
