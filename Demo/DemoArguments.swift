@@ -225,7 +225,9 @@ enum DemoArguments {
     private static let rootDiscussion = [
         "Without inputs it generates a sample gallery (photos, PNGs with alpha, animated GIFs and a few broken files) "
             + "and serves it from 127.0.0.1. With URLs or file paths it loads those instead. It writes "
-            + "contact-sheet.png, timeline.png, crossfade.png and report.json to the output folder.",
+            + "contact-sheet.png, timeline.png, crossfade.png and report.json to the output folder. An animated "
+            + "picture on the final screen shows its first frame, labelled with its frame count, and crossfade.png "
+            + "gets a second row: its playback.",
         "\(commandName) decode FILE... prints one JSON line per file instead.",
     ]
     private static let inputsHelp =

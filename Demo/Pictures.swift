@@ -50,13 +50,46 @@ enum Pictures {
             }
             canvas.fill(x: x - 2, y: y - 2, width: cell.width + 4, height: cell.height + 4, color: color)
             if let image = entry.cell.displayedImage {
+                // An animation shows its first frame, labelled with its frame count.
                 canvas.draw(image, x: x, y: y, width: cell.width, height: cell.height)
+                if let label = frameLabel(image) { drawFrameLabel(label, on: &canvas, x: x, y: y) }
             }
             let kind = entry.item.map { $0.kind == .photo ? "JPG" : $0.kind.rawValue.uppercased() } ?? ""
             let text = "#\(entry.item?.index ?? -1) \(kind) \(word)"
             canvas.text(text, x: x, y: y + cell.height + 5, scale: 2, color: color == queuedColor ? labelColor : color)
         }
         return canvas
+    }
+
+    /// The frame-count label of an animated picture ("8F"), nil for a still one.
+    static func frameLabel(_ image: Image) -> String? {
+        image.isAnimated ? "\(image.frames.count)F" : nil
+    }
+
+    /// Where a cell's frame-count label goes: its text starts `frameLabelInset`
+    /// px right of and below the cell's top-left corner, on a dark box.
+    static let frameLabelInset = 5
+
+    static func drawFrameLabel(_ label: String, on canvas: inout Canvas, x: Int, y: Int) {
+        let inset = frameLabelInset
+        canvas.fill(
+            x: x + inset - 3, y: y + inset - 3, width: Canvas.textWidth(label) + 6, height: 5 * 2 + 6,
+            color: RGBA(r: 0, g: 0, b: 0, a: 170))
+        canvas.text(label, x: x + inset, y: y + inset, scale: 2, color: labelColor)
+    }
+
+    /// The playback row of crossfade.png: the first animated cell on screen
+    /// (its position in screen order) and the times it is drawn at: 0.04 s,
+    /// then every 0.24 s, so that with the gallery's 80 ms frames each step
+    /// lands mid-frame on another frame (0, 3, 6, 1, 4), the first two
+    /// inside the crossfade.
+    static func playback(_ screen: Screen) -> (position: Int, cell: AsyncImageView, image: Image, times: [Double])? {
+        for (position, entry) in screen.ordered.enumerated() {
+            if case .loaded = entry.cell.state, let image = entry.cell.displayedImage, image.isAnimated {
+                return (position, entry.cell, image, (0..<5).map { 0.04 + Double($0) * 0.24 })
+            }
+        }
+        return nil
     }
 
     /// Every request over time, one row each in the order they were made:
@@ -152,7 +185,10 @@ enum Pictures {
         return canvas
     }
 
-    /// One cell's crossfade from its old picture to its new one, in five steps.
+    /// One cell's crossfade from its old picture to its new one, in five
+    /// steps; then, when the screen shows an animated picture, a second row:
+    /// its playback (through its own crossfade), labelled with the time and
+    /// the frame shown.
     static func crossfade(_ screen: Screen) -> Canvas {
         let cell = DemoRun.cellSize
         let view =
@@ -162,7 +198,10 @@ enum Pictures {
         let steps = 5
         let pad = 8
         let label = 18
-        var canvas = Canvas(width: steps * (cell.width + pad) + pad, height: cell.height + label + 2 * pad, background: background)
+        let animated = playback(screen)
+        let rows = animated == nil ? 1 : 2
+        var canvas = Canvas(
+            width: steps * (cell.width + pad) + pad, height: rows * (cell.height + label + pad) + pad, background: background)
         let duration = view.crossfadeDuration
         for step in 0..<steps {
             let t = duration * Double(step) / Double(steps - 1)
@@ -171,6 +210,17 @@ enum Pictures {
                 canvas.draw(frame, x: x, y: pad, width: cell.width, height: cell.height)
             }
             canvas.text(String(format: "T=%.1fS", t), x: x, y: pad + cell.height + 5, scale: 2, color: labelColor)
+        }
+        if let animated {
+            let y = pad + cell.height + label + pad
+            for (step, t) in animated.times.enumerated() {
+                let x = pad + step * (cell.width + pad)
+                if let frame = animated.cell.displayedImage(at: t) {
+                    canvas.draw(frame, x: x, y: y, width: cell.width, height: cell.height)
+                }
+                let text = String(format: "T=%.2fS F%d", t, animated.image.frameIndex(at: t))
+                canvas.text(text, x: x, y: y + cell.height + 5, scale: 2, color: labelColor)
+            }
         }
         return canvas
     }

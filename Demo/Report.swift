@@ -54,11 +54,31 @@ struct Report: Codable {
         var url: String?
         var state: String
         var error: String?
+        /// The frames of the picture shown (more than 1: an animation).
+        var frames: Int?
+        /// The frame-count label drawn on the contact sheet ("8F"), for an animation.
+        var frameLabel: String?
+    }
+
+    /// The playback row of crossfade.png: which cell, and the frame drawn at each time.
+    struct Playback: Codable {
+        struct Step: Codable {
+            var t: Double
+            var frame: Int
+        }
+        var position: Int
+        var item: Int?
+        var frames: Int
+        var loopCount: Int?
+        var loopDuration: Double
+        var steps: [Step]
     }
 
     var settings: Settings
     var summary: Summary
     var screen: [Cell]
+    /// Present when the final screen shows an animated picture.
+    var playback: Playback?
     var files: [String]
     var requests: [Recorder.Request]
 
@@ -83,9 +103,18 @@ struct Report: Codable {
                 state = "failed"
                 error = failure.description
             }
+            let shown = entry.cell.displayedImage
             return Cell(
                 position: position, item: entry.item?.index, kind: entry.item?.kind.rawValue,
-                url: entry.item?.full.absoluteString, state: state, error: error)
+                url: entry.item?.full.absoluteString, state: state, error: error, frames: shown?.frames.count,
+                frameLabel: shown.flatMap(Pictures.frameLabel))
+        }
+        let playback = Pictures.playback(screen).map { found in
+            Playback(
+                position: found.position, item: screen.ordered[found.position].item?.index,
+                frames: found.image.frames.count, loopCount: found.image.loopCount,
+                loopDuration: found.image.animationTimeline.loopDuration,
+                steps: found.times.map { Playback.Step(t: $0, frame: found.image.frameIndex(at: $0)) })
         }
         return Report(
             settings: Settings(
@@ -101,7 +130,7 @@ struct Report: Codable {
                 thumbnailStartedFirst: started.count { $0.thumbnail.loading! <= $0.full.loading! },
                 pairsBothDelivered: delivered.count,
                 thumbnailDeliveredFirst: delivered.count { $0.thumbnail.finished! <= $0.full.finished! }),
-            screen: cells, files: files, requests: requests)
+            screen: cells, playback: playback, files: files, requests: requests)
     }
 
     static func encode(_ report: Report) throws -> Data {
@@ -120,6 +149,10 @@ struct Report: Codable {
         let states = Dictionary(grouping: report.screen, by: \.state).mapValues(\.count)
         let described = states.keys.sorted().map { "\(states[$0]!) \($0)" }.joined(separator: ", ")
         print("  final screen: \(report.screen.count) cells: \(described)")
+        if let playback = report.playback {
+            let frames = playback.steps.map { String(format: "%.2f s: frame %d", $0.t, $0.frame) }.joined(separator: ", ")
+            print("  playback of cell \(playback.position) (\(playback.frames) frames): \(frames)")
+        }
         print(String(format: "  the scroll stopped at %.2f s; the last picture arrived at %.2f s", s.scrollStoppedAt, s.seconds))
         print(
             "  thumbnail then full: \(s.thumbnailStartedFirst) of \(s.pairsBothStarted) cells that started both"

@@ -15,8 +15,14 @@ import Foundation
 /// error naming the frame; no partial animation is returned. This is
 /// giflib's own rule (`DGifSlurp`) and what the test corpus expects.
 ///
-/// **Delays:** a delay of 0 or 1 hundredths of a second is shown for 0.1 s,
-/// as browsers do.
+/// **Delays:** a delay of 0 or 1 hundredths of a second (under 20 ms) is
+/// stored as 0.1 s, as browsers show it (``AnimationTimeline/displayDuration(_:)``:
+/// 10 ms or less becomes 100 ms in Firefox, Chromium and WebKit). Every other
+/// delay is stored as it is, 2 hundredths included.
+///
+/// **Loop count:** ``Image/loopCount`` is the NETSCAPE2.0 count as written:
+/// `nil` without the block (it plays once), 0 for forever, `n` for `n`
+/// repeats (`n + 1` plays). ``AnimationTimeline`` describes the playback.
 public struct GIFDecoder: ImageDecoding {
     /// Creates a GIF decoder.
     public init() {}
@@ -179,7 +185,7 @@ public struct GIFDecoder: ImageDecoding {
                 let pixels = try PixelMemory.make(screenPixels * 4) { out throws(AsyncImageError) in
                     canvas.withUnsafeBytes { out.update(from: $0.bindMemory(to: UInt8.self).baseAddress!, count: $0.count) }
                 }
-                frames.append(ImageFrame(pixels: pixels, duration: delay <= 1 ? 0.1 : Double(delay) / 100))
+                frames.append(ImageFrame(pixels: pixels, duration: AnimationTimeline.displayDuration(Double(delay) / 100)))
 
                 switch disposal {
                 case DISPOSE_BACKGROUND:

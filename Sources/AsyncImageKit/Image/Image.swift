@@ -25,6 +25,8 @@ public struct Image: Sendable {
         let orientation: ImageOrientation
         let loopCount: Int?
         let decodeInfo: DecodeInfo
+        /// Worked out once from `frames` and `loopCount` (see ``AnimationTimeline``).
+        let timeline: AnimationTimeline
     }
 
     /// Every field behind one reference: copying an image (a cache hit hands
@@ -50,10 +52,13 @@ public struct Image: Sendable {
     public var originalSize: PixelSize { storage.fields.originalSize }
     /// The EXIF orientation that was applied to reach upright pixels.
     public var orientation: ImageOrientation { storage.fields.orientation }
-    /// How many times an animation repeats (`0` = forever), `nil` when the file does not say.
+    /// How many times an animation repeats after it first plays (`0` = forever),
+    /// `nil` when the file does not say (it then plays once). See ``AnimationTimeline``.
     public var loopCount: Int? { storage.fields.loopCount }
     /// How the decoder produced the pixels (DCT scale, size before resizing).
     public var decodeInfo: DecodeInfo { storage.fields.decodeInfo }
+    /// The playback timeline (public as ``animationTimeline``).
+    var timeline: AnimationTimeline { storage.fields.timeline }
 
     /// Creates an image from frames that already hold RGBA pixels.
     ///
@@ -75,7 +80,8 @@ public struct Image: Sendable {
             originalSize: originalSize ?? PixelSize(width: width, height: height),
             orientation: orientation, loopCount: loopCount,
             decodeInfo: decodeInfo
-                ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))))
+                ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height)),
+            timeline: AnimationTimeline(frameDurations: frames.map(\.duration), loopCount: loopCount)))
     }
 
     /// Creates a still image from RGBA pixels.
@@ -105,7 +111,10 @@ public struct Image: Sendable {
     /// The bytes of bookkeeping ``cost`` counts for each frame of an animation.
     public static let frameOverhead = 256
 
-    /// The total duration of one loop of the animation, in seconds.
+    /// The total duration of one loop of the animation, in seconds: the sum
+    /// of the frames' stored durations. (What it takes on screen is
+    /// ``AnimationTimeline/loopDuration``, which also applies the short-delay
+    /// rule to frames made in memory; for a decoded GIF the two are the same.)
     public var duration: Double { frames.reduce(0) { $0 + $1.duration } }
 
     /// The RGBA value of one pixel of one frame.

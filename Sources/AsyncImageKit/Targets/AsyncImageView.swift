@@ -14,6 +14,24 @@ import Foundation
 /// ```
 ///
 /// All properties may be read and written from any thread.
+///
+/// ## Animated images
+///
+/// An animated image (a GIF) plays: ``displayedImage(at:)`` gives the frame
+/// shown `t` seconds after the image was set, following the browsers' rules
+/// (``AnimationTimeline``: a delay of 10 ms or less is shown for 100 ms, the
+/// NETSCAPE2.0 loop count `n` plays `n + 1` times, 0 forever, none once, and
+/// the last frame stays up after the last loop). During a crossfade, both
+/// pictures play: the new image at its frame for `t`, the old one at the frame
+/// it would show had it stayed, so the blend mixes the right frames.
+///
+/// The view keeps no timer and no thread for this. Playback is a pure
+/// function of time, so a program that draws asks for ``displayedImageNow``
+/// (or ``displayedImage(at:)``) on each refresh, and
+/// ``nextFrameChange(after:)`` tells it when the next refresh is due. These
+/// calls copy the view's images and times under its lock and do the frame
+/// lookup and blending outside it, so they never block a setter for long, and
+/// each answer comes from one consistent state.
 public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     /// Where the view is in its life.
     public enum State: Sendable, Equatable {
@@ -38,6 +56,9 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     private struct Fields {
         var image: Image?
         var previous: Image?
+        /// How long `previous` had been playing when it was replaced (0 for a
+        /// placeholder or failure image), so it keeps playing in the crossfade.
+        var previousElapsed = 0.0
         var transitionStart: Double?
         var state = State.empty
         /// How many times ``imageURL`` was set to nil. A load started by
@@ -142,7 +163,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         set {
             let now = clock()
             change { fields in
-                fields.previous = Self.shown(&fields)
+                Self.retire(&fields, now: now)
                 fields.image = newValue
                 fields.transitionStart = newValue == nil ? nil : now
             }
@@ -169,6 +190,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
                     if newValue == nil {
                         fields.clears &+= 1
                         fields.previous = nil
+                        fields.previousElapsed = 0
                         fields.image = nil
                         fields.transitionStart = nil
                     }
@@ -238,21 +260,58 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     }
 
     /// What the view shows once any crossfade has ended: the image, else the
-    /// failure image after a failure, else the placeholder.
+    /// failure image after a failure, else the placeholder. An animated
+    /// image comes whole, with all its frames. ``displayedImage(at:)`` gives
+    /// the frame on screen.
     public var displayedImage: Image? { fields.withLock(Self.shown) }
 
-    /// The pixels shown `t` seconds after the current image was set: the old
-    /// picture (the placeholder, or the previous image) blended into the new
-    /// one over ``crossfadeDuration``, resized to the new image's size; with
-    /// no old picture (the first image, no placeholder), the new one fading
-    /// in from transparent, as the original's 1.3 did.
+    /// The pixels shown `t` seconds after the current image was set (see
+    /// ``timeSinceImageSet``), as a still image.
+    ///
+    /// - An animated image shows its frame for `t` (``Image/stillImage(at:)``).
+    ///   Frame 0 shows at or before 0, and the last frame once its loops have
+    ///   played. The rules are in ``AnimationTimeline``.
+    /// - Over ``crossfadeDuration``, the old picture (the placeholder, or the
+    ///   previous image, still playing from where it was) blends into the new
+    ///   one, resized to the new image's size. With no old picture (the first
+    ///   image, no placeholder), the new one fades in from transparent, as the
+    ///   original's 1.3 did.
+    ///
+    /// With no image, the failure image or placeholder plays from `t` the same way.
     public func displayedImage(at t: Double) -> Image? {
-        let (previous, current, duration) = fields.withLock { ($0.previous, Self.shown(&$0), $0.crossfadeDuration) }
-        guard let current else { return nil }
-        guard duration > 0, t < duration else { return current }
-        // The first image (no placeholder, nothing shown before) fades in from transparent.
-        guard let previous else { return Crossfade.fadeIn(current, fraction: max(0, t) / duration) }
-        return Crossfade.blend(from: previous, to: current, fraction: max(0, t) / duration)
+        Self.picture(at: t, fields.withLock(Self.playback))
+    }
+
+    /// What the view shows now: ``displayedImage(at:)`` at ``timeSinceImageSet``
+    /// (0 with no image), read in one step, so an image set meanwhile on
+    /// another thread can't pair with the old one's time.
+    public var displayedImageNow: Image? {
+        let now = clock()
+        let playback = fields.withLock(Self.playback)
+        return Self.picture(at: playback.start.map { now - $0 } ?? 0, playback)
+    }
+
+    /// When, after `t` (seconds since the image was set, as for
+    /// ``displayedImage(at:)``), the picture next changes: the next frame of
+    /// the animation (or of the old picture during the crossfade), or the end
+    /// of the crossfade, whichever comes first. `nil` when nothing changes
+    /// after `t`: a still image after its crossfade, or an animation whose
+    /// loops are over.
+    ///
+    /// During a crossfade the blend changes at every instant. Redraw at the
+    /// display's rate until it ends (`t < crossfadeDuration`), then at the
+    /// times this gives.
+    public func nextFrameChange(after t: Double) -> Double? {
+        let playback = fields.withLock(Self.playback)
+        guard let current = playback.current else { return nil }
+        let next = current.animationTimeline.nextFrameChange(after: t)
+        guard playback.duration > 0, t < playback.duration else { return next }
+        var crossfade = min(next ?? playback.duration, playback.duration)
+        if let previous = playback.previous,
+            let old = previous.animationTimeline.nextFrameChange(after: playback.previousElapsed + max(0, t)) {
+            crossfade = min(crossfade, max(t, 0) + (old - (playback.previousElapsed + max(0, t))))
+        }
+        return crossfade
     }
 
     /// Seconds since the current image was set (for ``displayedImage(at:)``), nil when there is none.
@@ -277,7 +336,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         let now = clock()
         change { fields in
             guard clears == nil || clears == fields.clears else { return }
-            fields.previous = Self.shown(&fields)
+            Self.retire(&fields, now: now)
             fields.image = image
             fields.transitionStart = now
             if case .loading(let loading) = fields.state, loading == url { fields.state = .loaded(url) }
@@ -306,6 +365,41 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         return false
     }
 
+    /// Records what was shown as the old picture of the crossfade to come,
+    /// with how long it had been playing.
+    private static func retire(_ fields: inout Fields, now: Double) {
+        fields.previous = shown(&fields)
+        fields.previousElapsed = fields.image == nil ? 0 : max(0, now - (fields.transitionStart ?? now))
+    }
+
+    /// What ``displayedImage(at:)`` needs, copied under the lock.
+    private struct Playback {
+        var current: Image?
+        var previous: Image?
+        var previousElapsed: Double
+        var duration: Double
+        var start: Double?
+    }
+
+    private static func playback(_ fields: inout Fields) -> Playback {
+        Playback(
+            current: shown(&fields), previous: fields.previous,
+            previousElapsed: fields.previousElapsed, duration: fields.crossfadeDuration, start: fields.transitionStart)
+    }
+
+    /// The picture at `t`, from a copy of the fields (outside the lock).
+    private static func picture(at t: Double, _ playback: Playback) -> Image? {
+        guard let current = playback.current else { return nil }
+        let shown = current.stillImage(at: t)
+        let duration = playback.duration
+        guard duration > 0, t < duration else { return shown }
+        let fraction = max(0, t) / duration
+        // The first image (no placeholder, nothing shown before) fades in from transparent.
+        guard let previous = playback.previous else { return Crossfade.fadeIn(shown, fraction: fraction) }
+        let old = previous.stillImage(at: playback.previousElapsed + max(0, t))
+        return Crossfade.blend(from: old, to: shown, fraction: fraction)
+    }
+
     private static func shown(_ fields: inout Fields) -> Image? {
         if let image = fields.image { return image }
         if case .failed = fields.state, let failure = fields.failureImage { return failure }
@@ -313,7 +407,8 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     }
 }
 
-/// Blends two images (the first frames) for a crossfade.
+/// Blends two images (the first frames: ``AsyncImageView`` passes the frames
+/// on screen, as still images) for a crossfade.
 enum Crossfade {
     /// `new` fading in from transparent: the blend from a transparent
     /// picture of its size.

@@ -110,6 +110,92 @@ final class DemoTests: XCTestCase {
         XCTAssertEqual(try pngSize("timeline.png").width, 1020)
     }
 
+    private struct PlaybackReport: Decodable {
+        struct Cell: Decodable {
+            let position: Int
+            let kind: String?
+            let state: String
+            let frames: Int?
+            let frameLabel: String?
+        }
+        struct Playback: Decodable {
+            struct Step: Decodable {
+                let t: Double
+                let frame: Int
+            }
+            let position: Int
+            let frames: Int
+            let loopCount: Int?
+            let loopDuration: Double
+            let steps: [Step]
+        }
+        let screen: [Cell]
+        let playback: Playback?
+    }
+
+    private func png(_ name: String) throws -> Image {
+        try PNGDecoder().decode(Data(contentsOf: folder.appendingPathComponent(name)))
+    }
+
+    /// With every item of a 20-picture gallery on screen (two animated GIFs
+    /// among them), the contact sheet labels each animated cell with its
+    /// frame count over its first frame, and crossfade.png gets a playback row.
+    func testAnimatedCellsAreLabelledAndPlayed() throws {
+        let result = try run([
+            "--images", "20", "--cells", "20", "--seed", "5", "--scroll-speed", "30", "--latency", "2",
+            "--output", folder.path, "--json",
+        ])
+        XCTAssertEqual(result.status, 0, result.errors)
+        let report = try JSONDecoder().decode(PlaybackReport.self, from: result.output)
+        let gifs = report.screen.filter { $0.kind == "gif" }
+        XCTAssertEqual(gifs.count, 2, "\(report.screen)")
+        for gif in gifs {
+            XCTAssertEqual(gif.state, "loaded")
+            XCTAssertEqual(gif.frames, 8)
+            XCTAssertEqual(gif.frameLabel, "8F")
+        }
+        XCTAssertTrue(report.screen.filter { $0.kind == "photo" }.allSatisfy { $0.frames == 1 && $0.frameLabel == nil })
+
+        // The label on the contact sheet: "8F" in the 3x5 font at scale 2, 5 px
+        // into the cell (4 columns of 168 px, rows of 146 px, 8 px margin).
+        let sheet = try png("contact-sheet.png")
+        XCTAssertEqual(sheet.size, PixelSize(width: 4 * 168 + 8, height: 5 * 146 + 8))
+        let label = RGBA(r: 230, g: 230, b: 230)
+        for gif in gifs {
+            let x = 8 + (gif.position % 4) * 168 + 5
+            let y = 8 + (gif.position / 4) * 146 + 5
+            // "8": rows 111 101 111 101 111; "F": 111 100 110 100 100, 8 px to the right.
+            XCTAssertEqual(sheet.pixel(x: x, y: y), label, "top-left of the 8")
+            XCTAssertEqual(sheet.pixel(x: x + 5, y: y + 9), label, "right side of the 8")
+            XCTAssertNotEqual(sheet.pixel(x: x + 2, y: y + 2), label, "the hole of the 8")
+            XCTAssertEqual(sheet.pixel(x: x + 8, y: y + 9), label, "stem of the F")
+            XCTAssertNotEqual(sheet.pixel(x: x + 12, y: y + 9), label, "beside the F's stem")
+        }
+
+        // The playback row: the first GIF on screen, drawn at 0, 0.24, ... s:
+        // 80 ms frames, looping forever, so each step shows another frame.
+        let playback = try XCTUnwrap(report.playback)
+        XCTAssertEqual(playback.position, gifs[0].position)
+        XCTAssertEqual(playback.frames, 8)
+        XCTAssertEqual(playback.loopCount, 0)
+        XCTAssertEqual(playback.loopDuration, 0.64, accuracy: 1e-9)
+        XCTAssertEqual(playback.steps.map(\.frame), [0, 3, 6, 1, 4])
+        let strip = try png("crossfade.png")
+        XCTAssertEqual(strip.size, PixelSize(width: 5 * 168 + 8, height: 2 * 146 + 8))
+        // Steps 2 to 4 are past the 0.4 s crossfade: three different frames.
+        func crop(_ step: Int) -> [RGBA] {
+            let x0 = 8 + step * 168
+            let y0 = 146 + 8
+            return stride(from: 0, to: 160, by: 7).flatMap { dx in
+                stride(from: 0, to: 120, by: 7).map { dy in strip.pixel(x: x0 + dx, y: y0 + dy) }
+            }
+        }
+        let shown = (2...4).map(crop)
+        XCTAssertNotEqual(shown[0], shown[1])
+        XCTAssertNotEqual(shown[1], shown[2])
+        XCTAssertNotEqual(shown[0], shown[2])
+    }
+
     func testBadInputsBecomeFailedCells() throws {
         let good = folder.appendingPathComponent("good.png")
         try PNGEncoder().encode(SyntheticImage.alphaRamp(width: 40, height: 30)).write(to: good)
