@@ -15,7 +15,7 @@ import Foundation
 ///     if let latitude = exif.gpsLatitude, let longitude = exif.gpsLongitude { print(latitude, longitude) }
 /// }
 /// ```
-public struct EXIFProperties: Sendable, Hashable {
+public struct EXIFProperties: Sendable, Hashable, Codable {
     /// Whether the TIFF data is big-endian (`MM`) rather than little-endian (`II`).
     public var isBigEndian: Bool
 

@@ -1,6 +1,6 @@
 /// A TIFF `RATIONAL` or `SRATIONAL` value as stored in EXIF: a fraction such
 /// as an exposure time of `1/250` s.
-public struct EXIFRational: Sendable, Hashable, CustomStringConvertible {
+public struct EXIFRational: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The numerator (an unsigned RATIONAL's 32 bits fit, as does a signed one's).
     public var numerator: Int64
     /// The denominator; 0 in damaged files.

@@ -1,9 +1,9 @@
 /// One EXIF tag found in a file: its number and the directory (IFD) it was
 /// found in (numbers are only unique within a directory: GPS tag 1 is not
 /// IFD0 tag 1).
-public struct EXIFTag: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct EXIFTag: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
     /// The TIFF image file directory a tag belongs to.
-    public enum Directory: Int, Sendable, Hashable, Comparable, CaseIterable {
+    public enum Directory: Int, Sendable, Hashable, Codable, Comparable, CaseIterable {
         /// IFD0, the main image's directory (orientation, make, model...).
         case image = 0
         /// The Exif sub-IFD (tag 0x8769 in IFD0): exposure, dates, lens.

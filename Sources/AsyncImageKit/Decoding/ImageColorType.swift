@@ -1,6 +1,6 @@
 /// How a file stores colour, as its header says (not the decoded pixels,
 /// which are always RGBA).
-public enum ImageColorType: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+public enum ImageColorType: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// One gray channel: PNG colour type 0, a 1-component JPEG.
     case grayscale
     /// Gray and alpha: PNG colour type 4.

@@ -28,7 +28,7 @@ import Foundation
 /// - **GIF**: the logical screen, the colour tables, image descriptors,
 ///   graphic control extensions, NETSCAPE2.0 and `ICCRGBG1012` application
 ///   extensions.
-public struct ImageFileProperties: Sendable, Hashable {
+public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
 

@@ -1,8 +1,8 @@
 /// How a JPEG is coded, read from its start-of-frame (SOFn) marker and the
 /// segments before the first scan.
-public struct JPEGCoding: Sendable, Hashable {
+public struct JPEGCoding: Sendable, Hashable, Codable {
     /// The process a SOFn marker names.
-    public enum Process: String, Sendable, Hashable, CaseIterable {
+    public enum Process: String, Sendable, Hashable, Codable, CaseIterable {
         /// SOF0: baseline sequential DCT (8-bit, Huffman).
         case baseline
         /// SOF1, SOF5, SOF9, SOF13: extended sequential DCT.

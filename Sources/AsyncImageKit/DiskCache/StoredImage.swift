@@ -41,6 +41,8 @@ enum StoredImage {
         var decodedHeight: Int
         var countedPixels: Int?
         var durations: [Double]
+        /// The source file's properties (``Image/fileProperties``).
+        var fileProperties: ImageFileProperties?
     }
 
     /// The bytes to store for `image`.
@@ -67,7 +69,7 @@ enum StoredImage {
             orientation: image.orientation.rawValue, loopCount: image.loopCount,
             scaleDenominator: image.decodeInfo.scaleDenominator, decodedWidth: image.decodeInfo.decodedSize.width,
             decodedHeight: image.decodeInfo.decodedSize.height, countedPixels: image.decodeInfo.countedPixels,
-            durations: image.frames.map(\.duration))
+            durations: image.frames.map(\.duration), fileProperties: image.fileProperties)
         let json = (try? JSONEncoder().encode(metadata)) ?? Data()
         var out = Data(capacity: 11 + json.count + payload.count)
         out.append(contentsOf: magic)
@@ -123,7 +125,8 @@ enum StoredImage {
             format: metadata.format.flatMap(ImageFormat.init(rawValue:)),
             originalSize: PixelSize(width: metadata.originalWidth, height: metadata.originalHeight),
             orientation: ImageOrientation(rawValue: metadata.orientation) ?? .up, loopCount: metadata.loopCount,
-            decodeInfo: info)
+            decodeInfo: info
+        ).with(fileProperties: metadata.fileProperties)
     }
 
     /// Whether every pixel of the still is fully opaque.

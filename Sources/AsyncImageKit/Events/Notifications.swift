@@ -26,5 +26,8 @@ public let AsyncImageCacheKey = "cache"
 /// (`"stale"`): shown while it is revalidated, or because the server could
 /// not be reached (see ``ImageResponse/isStale``).
 public let AsyncImageStaleKey = "stale"
+/// userInfo key of the ``ImageResponse`` of a finished load (`"response"`):
+/// where the image came from, the HTTP response, the file's properties.
+public let AsyncImageResponseKey = "response"
 /// userInfo key of the ``AsyncImageError`` of a failed load (`"error"`).
 public let AsyncImageErrorKey = "error"

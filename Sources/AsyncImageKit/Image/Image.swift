@@ -27,6 +27,8 @@ public struct Image: Sendable {
         let decodeInfo: DecodeInfo
         /// Worked out once from `frames` and `loopCount` (see ``AnimationTimeline``).
         let timeline: AnimationTimeline
+        /// What the source file said about itself (set by the loader).
+        var fileProperties: ImageFileProperties?
     }
 
     /// Every field behind one reference: copying an image (a cache hit hands
@@ -59,6 +61,23 @@ public struct Image: Sendable {
     public var decodeInfo: DecodeInfo { storage.fields.decodeInfo }
     /// The playback timeline (public as ``animationTimeline``).
     var timeline: AnimationTimeline { storage.fields.timeline }
+    /// What the source file said about itself, read from its headers
+    /// (format, size, bit depth, colour type, frames, ICC, EXIF: see
+    /// ``ImageFileProperties``), for an image an ``AsyncImageLoader`` made;
+    /// nil for one made otherwise. Kept by the memory and disk caches, and
+    /// by processing within the loader.
+    public var fileProperties: ImageFileProperties? { storage.fields.fileProperties }
+
+    /// The same image (sharing its pixels) with `properties`.
+    func with(fileProperties properties: ImageFileProperties?) -> Image {
+        var fields = storage.fields
+        fields.fileProperties = properties
+        return Image(storage: Storage(fields))
+    }
+
+    private init(storage: Storage) {
+        self.storage = storage
+    }
 
     /// Creates an image from frames that already hold RGBA pixels.
     ///

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The format is never taken from a file extension or a `Content-Type` header:
 /// servers and file names lie, the bytes do not.
-public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Portable Network Graphics.
     case png
     /// JPEG (JFIF, EXIF).

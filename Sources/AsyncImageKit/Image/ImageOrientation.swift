@@ -3,7 +3,7 @@
 ///
 /// Decoders apply it, so an ``Image`` is always upright; ``Image/orientation``
 /// records the value that was applied.
-public enum ImageOrientation: Int, Sendable, Hashable, CaseIterable {
+public enum ImageOrientation: Int, Sendable, Hashable, Codable, CaseIterable {
     /// 1: stored upright.
     case up = 1
     /// 2: mirrored left to right.

@@ -1,5 +1,5 @@
 /// A size in whole pixels.
-public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
+public struct PixelSize: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Width in pixels.
     public var width: Int
     /// Height in pixels.

@@ -43,6 +43,7 @@ extension AsyncImageLoader {
         }
         if image == nil, let body = store.original(for: key, generation: generation) {
             image = try? request.processors.apply(to: decoders.decode(body, options: request.options))
+                .with(fileProperties: ImageFileProperties(data: body))
         }
         guard let image, request.options.limitFailure(for: image) == nil else { return nil }
         if !policy.contains(.skipMemoryWrites) { cache?.setImage(image, for: request.cacheKey) }

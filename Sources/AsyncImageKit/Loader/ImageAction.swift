@@ -16,12 +16,37 @@ public struct ImageAction: Sendable, Hashable, CustomStringConvertible {
     /// The identity of the action.
     public let name: String
     /// Runs on the loader's delivery queue with the (live) target, the image and its URL.
+    /// (For an action made with ``init(_:response:)``: its handler, with a
+    /// response that knows only the image and the URL.)
     public let handler: @Sendable (_ target: AnyObject?, _ image: Image, _ url: URL) -> Void
+    /// The handler of ``init(_:response:)``.
+    private let responseHandler: (@Sendable (_ target: AnyObject?, _ response: ImageResponse) -> Void)?
 
     /// Creates an action.
     public init(_ name: String, _ handler: @escaping @Sendable (_ target: AnyObject?, _ image: Image, _ url: URL) -> Void) {
         self.name = name
         self.handler = handler
+        self.responseHandler = nil
+    }
+
+    /// Creates an action that receives the whole ``ImageResponse``: the image,
+    /// where it came from, whether it is stale, the HTTP response and the
+    /// file's properties.
+    public init(
+        _ name: String, response handler: @escaping @Sendable (_ target: AnyObject?, _ response: ImageResponse) -> Void
+    ) {
+        self.name = name
+        self.responseHandler = handler
+        self.handler = { target, image, url in handler(target, ImageResponse(image: image, url: url, source: .network)) }
+    }
+
+    /// Runs the action for `response` (the loader's way in).
+    func run(_ target: AnyObject?, _ response: ImageResponse) {
+        if let responseHandler {
+            responseHandler(target, response)
+        } else {
+            handler(target, response.image, response.url)
+        }
     }
 
     /// Equal when the names are equal.

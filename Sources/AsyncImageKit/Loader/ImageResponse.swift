@@ -1,6 +1,7 @@
 import Foundation
 
-/// A delivered image and where it came from (see ``AsyncImageLoader/response(for:)``).
+/// A delivered image and where it came from (see ``AsyncImageLoader/response(for:)``,
+/// ``ImageAction/init(_:response:)`` and ``AsyncImageResponseKey``).
 public struct ImageResponse: Sendable {
     /// Where the image came from.
     public enum Source: Sendable, Hashable {
@@ -10,6 +11,24 @@ public struct ImageResponse: Sendable {
         case diskCache
         /// A body from the network (or a `file` URL).
         case network
+    }
+
+    /// What the HTTP response said (for a response from the network, or a
+    /// `304` that confirmed a stored one).
+    public struct HTTPInfo: Sendable, Hashable {
+        /// The URL the body came from, after redirects.
+        public let finalURL: URL
+        /// The status: 200, or 304 for a stored response the server confirmed.
+        public let statusCode: Int
+        /// The response's headers, names lowercased.
+        public let headers: [String: String]
+
+        /// HTTP information.
+        public init(finalURL: URL, statusCode: Int, headers: [String: String]) {
+            self.finalURL = finalURL
+            self.statusCode = statusCode
+            self.headers = headers
+        }
     }
 
     /// The image.
@@ -22,4 +41,20 @@ public struct ImageResponse: Sendable {
     /// (``ImageCachePolicy/returnStaleWhileRevalidating``), or because the
     /// server could not be reached to revalidate it.
     public let isStale: Bool
+    /// The HTTP response, when one was received for this delivery (nil for
+    /// memory and fresh disk hits, and `file` URLs).
+    public let http: HTTPInfo?
+
+    /// What the source file said about itself (format, size, bit depth,
+    /// colour type, frames, ICC, EXIF): ``Image/fileProperties``.
+    public var fileProperties: ImageFileProperties? { image.fileProperties }
+
+    /// A response, as a custom caller or a test makes one.
+    public init(image: Image, url: URL, source: Source, isStale: Bool = false, http: HTTPInfo? = nil) {
+        self.image = image
+        self.url = url
+        self.source = source
+        self.isStale = isStale
+        self.http = http
+    }
 }

@@ -41,6 +41,8 @@ extension AsyncImageLoader {
         var options = options
         // The last decode: sizes that differ only by their processors share it.
         var decoded: (options: DecodingOptions, image: Image)?
+        // What the file says about itself, read from its headers once.
+        var properties: ImageFileProperties??
         while true {
             let url = job.url
             let (storedImage, hasBody, processors) = state.withLock { _ in
@@ -67,7 +69,8 @@ extension AsyncImageLoader {
                         image = try decoders.decode(data, options: options)
                         decoded = (options, image)
                     }
-                    return try processors.apply(to: image)
+                    if properties == nil { properties = .some(ImageFileProperties(data: data)) }
+                    return try processors.apply(to: image).with(fileProperties: properties ?? nil)
                 }.mapError { $0.with(url: url) }
             }
             // What decoded goes to the disk cache (never a body that failed

@@ -23,9 +23,7 @@ extension AsyncImageLoader {
             let callbacks = record.takeCallbacks()
             effects.append { withExtendedLifetime(callbacks) {} }
             // Prefetches post nothing.
-            let response = outcome.map {
-                ImageResponse(image: $0, url: record.request.url, source: record.source, isStale: record.isStale)
-            }
+            let response = outcome.map { record.response($0) }
             guard !record.isPrefetch else {
                 effects.append { completion(response) }
                 return
@@ -80,7 +78,7 @@ extension AsyncImageLoader {
             ready.post()
             let url = record.request.url
             switch outcome {
-            case .success(let image): ready.callbacks.success?.handler(ready.target, image, url)
+            case .success(let image): ready.callbacks.success?.run(ready.target, record.response(image))
             case .failure(let error): ready.callbacks.failure?.handler(ready.target, error, url)
             }
         }
@@ -119,8 +117,8 @@ extension AsyncImageLoader {
         target: AnyObject?, _ state: inout LoaderState
     ) -> NotificationPost {
         NotificationPost(
-            center: state.notificationCenter, url: record.request.url, outcome: outcome, cache: cache, target: target,
-            isStale: record.isStale)
+            center: state.notificationCenter, url: record.request.url, outcome: outcome.map { record.response($0) },
+            cache: cache, target: target)
     }
 }
 
@@ -130,17 +128,18 @@ extension AsyncImageLoader {
 struct NotificationPost: @unchecked Sendable {
     let center: NotificationCenter
     let url: URL
-    let outcome: Result<Image, AsyncImageError>
+    let outcome: Result<ImageResponse, AsyncImageError>
     let cache: (any ImageCaching)?
     let target: AnyObject?
-    let isStale: Bool
 
     func callAsFunction() {
         switch outcome {
-        case .success(let image):
-            var info: [AnyHashable: Any] = [AsyncImageImageKey: image, AsyncImageURLKey: url]
+        case .success(let response):
+            var info: [AnyHashable: Any] = [
+                AsyncImageImageKey: response.image, AsyncImageURLKey: url, AsyncImageResponseKey: response,
+            ]
             if let cache { info[AsyncImageCacheKey] = cache }
-            if isStale { info[AsyncImageStaleKey] = true }
+            if response.isStale { info[AsyncImageStaleKey] = true }
             center.post(name: .asyncImageLoadDidFinish, object: target, userInfo: info)
         case .failure(let error):
             center.post(

@@ -72,6 +72,10 @@ extension AsyncImageLoader {
     ) {
         record.source = job.bodyFromDisk ? .diskCache : .network
         record.isStale = job.servedStale
+        // An HTTP answer came for it: a body, or a 304 that confirmed the stored one.
+        if job.statusCode == 304 || (!job.bodyFromDisk && job.statusCode != 0), let finalURL = job.finalURL {
+            record.http = ImageResponse.HTTPInfo(finalURL: finalURL, statusCode: job.statusCode, headers: job.responseHeaders)
+        }
         if record.deliversOnlyIfChanged, job.bodyFromDisk || outcome.isFailure {
             // The image shown is still the server's (a 304), or there is
             // nothing better to show: nothing more to deliver.

@@ -101,6 +101,8 @@ final class LoadJob: @unchecked Sendable {
     /// body may be stored (RFC 9111).
     var statusCode = 0
     var responseHeaders: [String: String] = [:]
+    /// Where the body came from, after redirects.
+    var finalURL: URL?
 
     /// Adds a request; its size's result will also be stored in its cache,
     /// and on disk as `storage` says.

@@ -50,6 +50,12 @@ final class LoadRequest: @unchecked Sendable {
     /// Where its image came from, and whether it is stale (set before its delivery).
     var source = ImageResponse.Source.network
     var isStale = false
+    var http: ImageResponse.HTTPInfo?
+
+    /// Its response, once its image is known.
+    func response(_ image: Image) -> ImageResponse {
+        ImageResponse(image: image, url: request.url, source: source, isStale: isStale, http: http)
+    }
     /// Made by the loader after a stale delivery
     /// (``ImageCachePolicy/returnStaleWhileRevalidating``): delivered only
     /// when the revalidation brought a new image; otherwise it ends silently.
