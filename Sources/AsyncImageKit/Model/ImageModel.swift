@@ -51,6 +51,16 @@ public final class ImageModel: @unchecked Sendable {
         /// How the processed image was had: its source, staleness, and what
         /// the response carried.
         public var response: ImageResponse?
+        /// When ``image`` was set, on the model's clock: an animation plays from then.
+        public var imageSetAt: Double?
+
+        /// The still image to show at `t` (on the model's clock): the frame
+        /// of an animation at `t - imageSetAt`, with the browsers' rules
+        /// (see ``AnimationTimeline``); a still image itself.
+        public func displayedImage(at t: Double) -> Image? {
+            guard let image else { return nil }
+            return image.isAnimated ? image.stillImage(at: t - (imageSetAt ?? t)) : image
+        }
     }
 
     /// The request for the processed image.
@@ -74,25 +84,32 @@ public final class ImageModel: @unchecked Sendable {
     }
 
     private let fields = Locked(Fields())
+    private let clock: @Sendable () -> Double
 
     /// A model for `url` shown at `displaySize` (nil: full size) through
     /// `processors`; see ``ImageRequest`` for the other parameters.
     public convenience init(
         url: URL, displaySize: PixelSize? = nil, contentMode: ContentMode = .aspectFill, scaling: ScalingOptions = [],
         processors: [any ImageProcessing] = [], key: String? = nil, loadsOriginal: Bool = false,
-        loader: AsyncImageLoader = .shared
+        loader: AsyncImageLoader = .shared,
+        clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
     ) {
         self.init(
             request: ImageRequest(
                 url: url, targetSize: displaySize, contentMode: contentMode, scaling: scaling, processors: processors,
                 key: key),
-            loadsOriginal: loadsOriginal, loader: loader)
+            loadsOriginal: loadsOriginal, loader: loader, clock: clock)
     }
 
-    /// A model for `request`.
-    public init(request: ImageRequest, loadsOriginal: Bool = false, loader: AsyncImageLoader = .shared) {
+    /// A model for `request`. `clock`: seconds on a monotonic clock (when an
+    /// animation starts playing); the system uptime by default.
+    public init(
+        request: ImageRequest, loadsOriginal: Bool = false, loader: AsyncImageLoader = .shared,
+        clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
+    ) {
         self.request = request
         self.loader = loader
+        self.clock = clock
         self.loadsOriginal = loadsOriginal && !Self.isOriginal(request)
         start()
     }
@@ -110,6 +127,10 @@ public final class ImageModel: @unchecked Sendable {
     public var image: Image? { snapshot.image }
     /// The original image (see ``Snapshot/originalImage``).
     public var originalImage: Image? { snapshot.originalImage }
+    /// The still image to show now (an animation's current frame; see
+    /// ``Snapshot/displayedImage(at:)``).
+    public var displayedImageNow: Image? { snapshot.displayedImage(at: clock()) }
+
     /// The error of a failed load.
     public var error: AsyncImageError? {
         if case .failed(let error) = snapshot.phase { return error }
@@ -182,8 +203,10 @@ public final class ImageModel: @unchecked Sendable {
         let cached = request.cachePolicy.contains(.skipMemoryReads) ? nil : loader.cache?.image(for: request.cacheKey)
         if let cached {
             let response = ImageResponse(image: cached, url: request.url, source: .memoryCache, isStale: false)
+            let now = clock()
             update(generation) {
                 $0.image = cached
+                $0.imageSetAt = now
                 $0.response = response
                 if Self.isOriginal(self.request) { $0.originalImage = cached }
                 $0.phase = self.loadsOriginal && $0.originalImage == nil ? .loading : .loaded
@@ -204,12 +227,14 @@ public final class ImageModel: @unchecked Sendable {
     }
 
     private func finished(_ result: Result<ImageResponse, AsyncImageError>, original: Bool, _ generation: UInt64) {
+        let now = clock()
         update(generation) { snapshot in
             switch result {
             case .success(let response) where original:
                 snapshot.originalImage = response.image
             case .success(let response):
                 snapshot.image = response.image
+                snapshot.imageSetAt = now
                 snapshot.response = response
                 if Self.isOriginal(self.request) { snapshot.originalImage = response.image }
             case .failure(let error):

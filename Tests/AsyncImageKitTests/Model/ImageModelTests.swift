@@ -107,4 +107,28 @@ final class ImageModelTests: XCTestCase {
         wait(for: [cancelled], timeout: 15)
         h.server.release(url)
     }
+
+    /// An animation plays from when the model got it, on the model's clock.
+    func testAnAnimationPlaysFromWhenTheModelGotIt() throws {
+        let h = try LoaderHarness()
+        let palette = [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 255, b: 0), RGBA(r: 0, g: 0, b: 255), RGBA(r: 0, g: 0, b: 0)]
+        let frames = (0..<3).map { GIFFrameSpec.filled(UInt8($0), width: 2, height: 2, delay: 10) }
+        h.server.serve("/spin.gif", try GIFWriter.encode(width: 2, height: 2, globalPalette: palette, frames: frames))
+        let now = Box<Double>(100)
+        let model = ImageModel(url: h.server.url(path: "/spin.gif"), loader: h.loader, clock: { now.value! })
+        let loaded = expectation(description: "loaded")
+        let observation = model.observe { if $0.phase == .loaded { loaded.fulfill() } }
+        wait(for: [loaded], timeout: 15)
+        let snapshot = model.snapshot
+        XCTAssertEqual(snapshot.imageSetAt, 100)
+        XCTAssertEqual(snapshot.image?.frames.count, 3)
+        XCTAssertEqual(snapshot.displayedImage(at: 100.05)?.pixel(x: 0, y: 0), palette[0])
+        XCTAssertEqual(snapshot.displayedImage(at: 100.15)?.pixel(x: 0, y: 0), palette[1])
+        XCTAssertEqual(snapshot.displayedImage(at: 100.25)?.pixel(x: 0, y: 0), palette[2])
+        XCTAssertEqual(snapshot.displayedImage(at: 100.35)?.pixel(x: 0, y: 0), palette[0], "loops forever")
+        now.value = 100.15
+        XCTAssertEqual(model.displayedImageNow?.pixel(x: 0, y: 0), palette[1])
+        XCTAssertEqual(model.displayedImageNow?.frames.count, 1, "a still frame")
+        observation.cancel()
+    }
 }
