@@ -65,6 +65,25 @@ struct Canvas {
         }
     }
 
+    /// Draws `image` (its first frame) at its own size with its top-left
+    /// corner at (x, y), blended over what is there by its alpha.
+    mutating func place(_ image: Image, x: Int, y: Int) {
+        image.pixels.withUnsafeBytes { raw in
+            let src = raw.bindMemory(to: UInt8.self)
+            for row in 0..<image.height where y + row >= 0 && y + row < height {
+                for col in 0..<image.width where x + col >= 0 && x + col < width {
+                    let s = row * image.bytesPerRow + col * 4
+                    let d = ((y + row) * width + x + col) * 4
+                    let a = Int(src[s + 3])
+                    for c in 0..<3 {
+                        pixels[d + c] = UInt8((Int(src[s + c]) * a + Int(pixels[d + c]) * (255 - a)) / 255)
+                    }
+                    pixels[d + 3] = 255
+                }
+            }
+        }
+    }
+
     /// Draws text in the 3x5 font, each font pixel `scale` pixels square.
     mutating func text(_ string: String, x: Int, y: Int, scale: Int = 2, color: RGBA) {
         var cursor = x

@@ -89,15 +89,17 @@ struct DemoRun {
         let sheet = folder.appendingPathComponent("contact-sheet.png")
         let timeline = folder.appendingPathComponent("timeline.png")
         let crossfade = folder.appendingPathComponent("crossfade.png")
+        let scaling = folder.appendingPathComponent("scaling.png")
         let reportFile = folder.appendingPathComponent("report.json")
         try Pictures.contactSheet(screen).writePNG(to: sheet)
         try Pictures.timeline(requests, cap: settings.concurrentLoads, scrollStopped: scrollStopped).writePNG(to: timeline)
         try Pictures.crossfade(screen).writePNG(to: crossfade)
+        try ScalingPicture.make().writePNG(to: scaling)
 
         let report = Report.make(
             settings: settings, items: items, requests: requests, recorder: recorder, activity: activity,
             screen: screen, scrollStopped: scrollStopped, finished: finished,
-            files: [sheet, timeline, crossfade, reportFile].map(\.path))
+            files: [sheet, timeline, crossfade, scaling, reportFile].map(\.path))
         let json = try Report.encode(report)
         try json.write(to: reportFile)
         if quiet {

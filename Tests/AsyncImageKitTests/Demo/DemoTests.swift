@@ -108,6 +108,19 @@ final class DemoTests: XCTestCase {
         XCTAssertEqual(try pngSize("contact-sheet.png"), PixelSize(width: 4 * 168 + 8, height: 2 * 146 + 8))
         XCTAssertEqual(try pngSize("crossfade.png"), PixelSize(width: 5 * 168 + 8, height: 120 + 18 + 16))
         XCTAssertEqual(try pngSize("timeline.png").width, 1020)
+
+        // scaling.png: Nimbus' four results side by side, each at its own size on a checkerboard.
+        let scaling = try png("scaling.png")
+        XCTAssertEqual(scaling.size, PixelSize(width: 10 + 4 * 150, height: 24 + 110 + 24))
+        func grey(_ x: Int, _ y: Int) -> Bool {
+            let p = scaling.pixel(x: x, y: y)
+            return p.r == p.g && p.g == p.b && (p.r == 200 || p.r == 150)
+        }
+        XCTAssertTrue(grey(10 + 50, 24 + 2), "fit: a transparent margin above, the checkerboard shows")
+        XCTAssertFalse(grey(10 + 50, 24 + 50), "fit: the photo in the middle")
+        XCTAssertFalse(grey(160 + 50, 24 + 2), "fill: no margin")
+        XCTAssertTrue(grey(310 + 50, 24 + 80), "fit crops excess: 100x75, nothing below row 75")
+        XCTAssertFalse(grey(460 + 120, 24 + 50), "fill leaves excess: 133 wide")
     }
 
     private struct PlaybackReport: Decodable {
