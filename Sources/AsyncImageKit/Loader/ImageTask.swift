@@ -58,6 +58,27 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
         }
     }
 
+    /// What the image's file says about itself (``ImageFileProperties``: its
+    /// pixel size, upright, and the rest), as soon as the loader knows it:
+    /// from the first bytes of the transfer (a header probe, long before the
+    /// pixels), or when a stored body is read; nil until then.
+    public var fileProperties: ImageFileProperties? {
+        guarded.withLock { _ in record.fileProperties }
+    }
+
+    /// Calls `handler` once, on one of the loader's threads, when
+    /// ``fileProperties`` becomes known (at once, on this thread, if it is
+    /// already). Never after the request was cancelled; for a memory hit, not
+    /// at all (the image's own ``Image/fileProperties`` tells).
+    public func onFileProperties(_ handler: @escaping @Sendable (ImageFileProperties) -> Void) {
+        let known = guarded.withLock { _ -> ImageFileProperties? in
+            if let known = record.fileProperties { return known }
+            if record.state == .pending { record.propertyHandlers.append(handler) }
+            return nil
+        }
+        if let known { handler(known) }
+    }
+
     /// Cancels the request (nothing is delivered); its transfer stops unless
     /// another request needs it. No effect once delivered.
     public func cancel() {

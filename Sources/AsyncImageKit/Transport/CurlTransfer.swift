@@ -31,6 +31,8 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var easy: UnsafeMutableRawPointer?
     private var body = Data()
     private var bodyTooLarge = false
+    /// Whether the observer's `bodyStart` still wants the body's start.
+    private var wantsBodyStart = true
     /// The body's expected length for progress, read at its first bytes.
     private var expectedLength: Int?
     /// The headers of the response being read (each new status line, as
@@ -221,7 +223,22 @@ final class CurlTransfer: @unchecked Sendable {
         }
         body.append(bytes.assumingMemoryBound(to: UInt8.self), count: count)
         reportProgress(body.count, expected: expectedLength)
+        reportBodyStart()
         return count
+    }
+
+    /// Shows the body so far to the observer's `bodyStart` (loop thread),
+    /// until it has seen enough or the limit is passed.
+    private func reportBodyStart() {
+        guard let bodyStart = observer.bodyStart, wantsBodyStart else { return }
+        guard body.count <= DataTransferObserver.bodyStartLimit, !isContentEncoded else {
+            wantsBodyStart = false
+            return
+        }
+        observerLock.lock()
+        defer { observerLock.unlock() }
+        guard !isCancelled else { return }
+        wantsBodyStart = bodyStart(body)
     }
 
     /// The length of the response's body as sent, when it is known and

@@ -64,13 +64,25 @@ public struct DataTransferObserver: Sendable {
     /// bytes elsewhere (a disk write belongs on another queue).
     public var partial: (@Sendable (PartialBody) -> Void)?
 
+    /// The start of the body as it arrives: called after each piece with all
+    /// the bytes received so far, until it returns false or the body passes
+    /// ``bodyStartLimit`` bytes (enough for any image header: a header probe
+    /// reads the size there long before the pixels arrive). Same thread and
+    /// rules as ``progress``; never for content-encoded bodies.
+    public var bodyStart: (@Sendable (Data) -> Bool)?
+
+    /// How many body bytes ``bodyStart`` sees at most: 1 MiB.
+    public static let bodyStartLimit = 1 << 20
+
     /// An observer; with no handlers it observes nothing.
     public init(
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
-        partial: (@Sendable (PartialBody) -> Void)? = nil
+        partial: (@Sendable (PartialBody) -> Void)? = nil,
+        bodyStart: (@Sendable (Data) -> Bool)? = nil
     ) {
         self.progress = progress
         self.partial = partial
+        self.bodyStart = bodyStart
     }
 }
 

@@ -56,6 +56,8 @@ extension AsyncImageLoader {
             let outcome: Result<Image, AsyncImageError>
             if let restored {
                 outcome = .success(restored)
+                // A stored thumbnail knows the original file's properties.
+                if let properties = restored.fileProperties { propertiesKnown(job, properties) }
             } else if unreadable, !hasBody {
                 outcome = .failure(.diskCache(path: "", message: "unreadable processed image"))
             } else {

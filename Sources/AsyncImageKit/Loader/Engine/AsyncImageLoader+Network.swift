@@ -33,6 +33,15 @@ extension AsyncImageLoader {
         }
         transfer.modifier?(&request)
         var observer = DataTransferObserver()
+        // The header probe: the file's properties (its size above all) from
+        // the body's first bytes, long before its pixels. Told on the
+        // loader's timer queue: this runs on the transport's thread, which a
+        // cancel under the loader's lock may be waiting for.
+        observer.bodyStart = { [weak self] start in
+            guard let self, let properties = ImageFileProperties(data: start) else { return true }
+            self.timerQueue.async { self.propertiesKnown(job, properties) }
+            return false
+        }
         if let store = transfer.writeDisk {
             observer.partial = { [weak self] received in self?.keep(received, resuming: partial, in: store, job) }
         }
@@ -87,6 +96,21 @@ extension AsyncImageLoader {
         // the slot is freed as for a transfer nobody needs any more.
         if handle.attach(task) {
             transferFinished(job, handle, .failure(.transport(request.url, code: 0, message: "cancelled")))
+        }
+    }
+
+    /// Under the lock: `job`'s file properties are known; its requests (and
+    /// those that join later) have them, and their handlers run after the lock.
+    func propertiesKnown(_ job: LoadJob, _ properties: ImageFileProperties) {
+        mutate { state, effects in
+            guard job.fileProperties == nil else { return }
+            job.fileProperties = properties
+            for record in job.orderedRequests where record.fileProperties == nil {
+                record.fileProperties = properties
+                let handlers = record.propertyHandlers
+                record.propertyHandlers = []
+                effects.append { handlers.forEach { $0(properties) } }
+            }
         }
     }
 

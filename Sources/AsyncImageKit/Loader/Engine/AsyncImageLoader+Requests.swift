@@ -58,6 +58,7 @@ extension AsyncImageLoader {
         }
         let job = self.job(for: record, &state)
         job.join(record, storage: record.request.diskStorage ?? state.diskStorage)
+        record.fileProperties = job.fileProperties
         report(.queued, [record], &state, &effects)
         // A request that joins late sees the steps it missed.
         switch job.phase {

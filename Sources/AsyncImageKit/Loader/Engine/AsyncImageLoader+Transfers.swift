@@ -111,6 +111,14 @@ extension AsyncImageLoader {
         _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>,
         stored: StoredResponse? = nil, stale: Staleness = .fresh
     ) {
+        // A body from disk, a file, or a transport without a probe: its
+        // header read here, outside the lock (once per job).
+        if case .success(let response) = result, !response.data.isEmpty,
+            state.withLock({ _ in job.fileProperties == nil }),
+            let properties = ImageFileProperties(data: response.data)
+        {
+            propertiesKnown(job, properties)
+        }
         mutate { state, effects in
             // Not this transfer's job any more: cancelled (before its task
             // existed) or the loader was let go.

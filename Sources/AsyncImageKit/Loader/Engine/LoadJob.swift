@@ -103,6 +103,8 @@ final class LoadJob: @unchecked Sendable {
     var responseHeaders: [String: String] = [:]
     /// Where the body came from, after redirects.
     var finalURL: URL?
+    /// What the file says about itself, once its header was read.
+    var fileProperties: ImageFileProperties?
 
     /// Adds a request; its size's result will also be stored in its cache,
     /// and on disk as `storage` says.

@@ -51,6 +51,10 @@ final class LoadRequest: @unchecked Sendable {
     var source = ImageResponse.Source.network
     var isStale = false
     var http: ImageResponse.HTTPInfo?
+    /// The file's properties once probed (see ``ImageTask/fileProperties``),
+    /// and who waits for them.
+    var fileProperties: ImageFileProperties?
+    var propertyHandlers: [@Sendable (ImageFileProperties) -> Void] = []
 
     /// Its response, once its image is known.
     func response(_ image: Image) -> ImageResponse {
@@ -122,11 +126,17 @@ final class LoadRequest: @unchecked Sendable {
         let failure: ImageFailureAction?
         let onCancelled: (@Sendable () -> Void)?
         let completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)?
+        let propertyHandlers: [@Sendable (ImageFileProperties) -> Void]
     }
 
     func takeCallbacks() -> Callbacks {
-        defer { (success, failure, onCancelled, completion) = (nil, nil, nil, nil) }
-        return Callbacks(success: success, failure: failure, onCancelled: onCancelled, completion: completion)
+        defer {
+            (success, failure, onCancelled, completion) = (nil, nil, nil, nil)
+            propertyHandlers = []
+        }
+        return Callbacks(
+            success: success, failure: failure, onCancelled: onCancelled, completion: completion,
+            propertyHandlers: propertyHandlers)
     }
 
     /// Whether it was made with a target that has since been deallocated (a
