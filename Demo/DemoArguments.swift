@@ -4,6 +4,8 @@ enum DemoCommand: Equatable {
     case run(DemoOptions)
     /// `decode FILE...`: one JSON line per file.
     case decode(files: [String])
+    /// `album [--photos N] [--output DIR] [--latency MS] [--json]`: page through a photo album.
+    case album(photos: Int, output: String, latency: Int, json: Bool)
     /// `-h` or `--help`: print this text on standard output, exit with status 0.
     case help(String)
 }
@@ -90,6 +92,7 @@ enum DemoArguments {
             // Only as the first word: elsewhere it is an input like any other.
             return try parseDecode(Array(arguments.dropFirst()))
         }
+        if arguments.first == "album" { return try parseAlbum(Array(arguments.dropFirst())) }
         let options = self.options
         var result = DemoOptions()
         var wantsHelp = false
@@ -152,6 +155,53 @@ enum DemoArguments {
         guard settings.images >= 1 && settings.images <= 5000 else { return "--images must be between 1 and 5000" }
         guard settings.latency >= 0 else { return "--latency must not be negative" }
         return nil
+    }
+
+    private static let albumHelp = """
+        OVERVIEW: Page through a photo album (PhotoAlbum, Nimbus' data source) over generated photos with
+        thumbnails: each page shows the best image in memory at once, then the thumbnail, the original's
+        size from its header, and the original. Writes album.png (a row per page: what it showed over time)
+        and album.json.
+
+        USAGE: album [--photos N] [--output DIR] [--latency MS] [--json]
+
+        OPTIONS:
+          --photos N       Pages (default 8, at most 60).
+          --output DIR     Where album.png and album.json go (default demo-output).
+          --latency MS     Milliseconds the embedded server waits before each answer (default 15).
+          --json           Print only album.json on standard output.
+
+        """
+
+    private static func parseAlbum(_ arguments: [String]) throws(UsageError) -> DemoCommand {
+        var (photos, output, latency, json) = (8, "demo-output", 15, false)
+        var remaining = arguments[...]
+        func value(_ name: String) throws(UsageError) -> String {
+            guard let next = remaining.popFirst() else {
+                throw UsageError(description: "Error: Missing value for '\(name)'\n\n" + albumHelp)
+            }
+            return next
+        }
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "-h", "--help": return .help(albumHelp)
+            case "--json": json = true
+            case "--output": output = try value(argument)
+            case "--photos":
+                guard let n = Int(try value(argument)), (1...60).contains(n) else {
+                    throw UsageError(description: "Error: --photos must be between 1 and 60\n")
+                }
+                photos = n
+            case "--latency":
+                guard let n = Int(try value(argument)), n >= 0 else {
+                    throw UsageError(description: "Error: --latency must not be negative\n")
+                }
+                latency = n
+            default:
+                throw UsageError(description: "Error: Unknown option '\(argument)'\n\n" + albumHelp)
+            }
+        }
+        return .album(photos: photos, output: output, latency: latency, json: json)
     }
 
     private static func parseDecode(_ arguments: [String]) throws(UsageError) -> DemoCommand {

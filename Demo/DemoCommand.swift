@@ -26,6 +26,13 @@ enum AsyncImageDemo {
             print(text, terminator: "")
         case .decode(let files):
             if !Decode.run(files) { exit(1) }
+        case .album(let photos, let output, let latency, let json):
+            do {
+                try AlbumRun(photos: photos, output: output, latency: latency, json: json).run()
+            } catch {
+                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+                exit(1)
+            }
         case .run(let options):
             do {
                 try run(options)

@@ -465,4 +465,39 @@ final class DemoTests: XCTestCase {
             "{\"path\":\"\(good.path)\",\"ok\":true,\"format\":\"png\",\"width\":3,\"height\":2,\"frames\":1,\"error\":null}")
         XCTAssertTrue(lines[1].contains("\"ok\":false"))
     }
+
+    private struct AlbumReport: Decodable {
+        struct Step: Decodable {
+            let sizeClass: String
+            let originalSize: String?
+        }
+        struct Page: Decodable {
+            let index: Int
+            let steps: [Step]
+        }
+        let photos: Int
+        let pages: [Page]
+        let thumbnailFirst: Int
+        let sizeBeforePixels: Int
+    }
+
+    /// `album`: every page ends with its original; none shows the original
+    /// before a thumbnail or nothing; the picture has a row per page.
+    func testTheAlbumPagesThroughPhotos() throws {
+        let result = try run(["album", "--photos", "4", "--latency", "20", "--output", folder.path, "--json"])
+        XCTAssertEqual(result.status, 0, result.errors)
+        let report = try JSONDecoder().decode(AlbumReport.self, from: result.output)
+        XCTAssertEqual(report.photos, 4)
+        for page in report.pages {
+            XCTAssertEqual(page.steps.last?.sizeClass, "original", "page \(page.index)")
+            XCTAssertNotNil(page.steps.last?.originalSize, "the original's size is known")
+            let classes = page.steps.map(\.sizeClass)
+            XCTAssertEqual(classes, classes.sorted { rank($0) < rank($1) }, "never worse over time: \(classes)")
+        }
+        XCTAssertGreaterThan(report.thumbnailFirst, 0)
+        let picture = try png("album.png")
+        XCTAssertEqual(picture.height, 8 + 4 * (120 + 18 + 8))
+    }
+
+    private func rank(_ sizeClass: String) -> Int { ["none": 0, "thumbnail": 1, "original": 2][sizeClass] ?? -1 }
 }

@@ -1,0 +1,138 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import LoopbackHTTP
+
+/// `asyncimage-demo album`: a user paging through a photo album
+/// (`PhotoAlbum`, Nimbus' data source) over the generated gallery's photos:
+/// on each page it asks `photo(at:)` (an answer at once, from memory), then
+/// watches the page's best image improve (thumbnail, the original's size
+/// from its header, the original) until the original is in or the page's
+/// time is up, then turns the page (`stopLoading` for the page left behind).
+/// Writes `album.png` (one row per page: what the page showed over time)
+/// and `album.json`.
+struct AlbumRun {
+    struct Step: Codable {
+        /// Seconds since the page was opened.
+        let time: Double
+        /// "none", "thumbnail" or "original".
+        let sizeClass: String
+        let width: Int?
+        let height: Int?
+        /// The original's size, once known ("WxH").
+        let originalSize: String?
+    }
+
+    struct Page: Codable {
+        let index: Int
+        let steps: [Step]
+    }
+
+    struct Report: Codable {
+        let photos: Int
+        let pages: [Page]
+        /// Pages whose original came after a thumbnail was shown.
+        let thumbnailFirst: Int
+        /// Pages whose original's size was known before its pixels.
+        let sizeBeforePixels: Int
+        let files: [String]
+    }
+
+    let photos: Int
+    let output: String
+    let latency: Int
+    let json: Bool
+
+    func run() throws {
+        let gallery = try Gallery(count: max(20, photos * 20 / 15 + 20), seed: 3, latency: latency)
+        defer { gallery.stop() }
+        let items = gallery.items.filter { $0.kind == .photo }.prefix(photos)
+        let delivery = DispatchQueue(label: "album delivery")
+        let loader = AsyncImageLoader(
+            configuration: .init(cache: ImageCache(), concurrentLoads: 2, deliveryQueue: delivery))
+        let album = PhotoAlbum(
+            photos: items.map { PhotoAlbum.Photo(thumbnailURL: $0.thumbnail!, originalURL: $0.full) },
+            thumbnailSize: PixelSize(width: 120, height: 90), originalDisplaySize: PixelSize(width: 480, height: 360),
+            loader: loader)
+        var pages: [Page] = []
+        var shown: [[Image?]] = []
+        for index in album.photos.indices {
+            let opened = ProcessInfo.processInfo.systemUptime
+            let steps = Locked<[(Step, Image?)]>([])
+            let done = DispatchSemaphore(value: 0)
+            @Sendable func record(_ state: PhotoAlbum.PhotoState) {
+                let step = Step(
+                    time: ProcessInfo.processInfo.systemUptime - opened, sizeClass: "\(state.sizeClass)",
+                    width: state.image?.width, height: state.image?.height,
+                    originalSize: state.originalSize.map { "\($0.width)x\($0.height)" })
+                steps.withLock { $0.append((step, state.image)) }
+                if state.sizeClass == .original { done.signal() }
+            }
+            album.onChange = { state in if state.index == index { record(state) } }
+            let first = album.photo(at: index)
+            record(first)
+            _ = done.wait(timeout: .now() + 10)
+            album.onChange = nil
+            if index > 0 { album.stopLoading(at: index - 1) }
+            let taken = steps.withLock { $0 }
+            pages.append(Page(index: index, steps: taken.map(\.0)))
+            shown.append(taken.map(\.1))
+        }
+        delivery.sync {}
+
+        let folder = URL(fileURLWithPath: output)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let picture = folder.appendingPathComponent("album.png")
+        let reportFile = folder.appendingPathComponent("album.json")
+        try Self.picture(pages, shown).writePNG(to: picture)
+        let thumbnailFirst = pages.count { page in
+            guard let thumb = page.steps.firstIndex(where: { $0.sizeClass == "thumbnail" }),
+                let original = page.steps.firstIndex(where: { $0.sizeClass == "original" })
+            else { return false }
+            return thumb < original
+        }
+        let sizeBeforePixels = pages.count { page in
+            page.steps.contains { $0.sizeClass != "original" && $0.originalSize != nil }
+        }
+        let report = Report(
+            photos: pages.count, pages: pages, thumbnailFirst: thumbnailFirst, sizeBeforePixels: sizeBeforePixels,
+            files: [picture.path, reportFile.path])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(report)
+        try data.write(to: reportFile)
+        if json {
+            FileHandle.standardOutput.write(data)
+            print()
+        } else {
+            print("album: \(pages.count) pages; thumbnail before original on \(thumbnailFirst); original's size known before its pixels on \(sizeBeforePixels)")
+            for file in report.files { print("  wrote \(file)") }
+        }
+    }
+
+    /// One row per page, one cell per step: the image the page showed then
+    /// (drawn to cover the cell), labelled with the time, the class and the
+    /// original's size when known.
+    static func picture(_ pages: [Page], _ shown: [[Image?]]) -> Canvas {
+        let (cellW, cellH, gap, label) = (160, 120, 8, 18)
+        let columns = max(1, pages.map(\.steps.count).max() ?? 1)
+        var canvas = Canvas(
+            width: gap + columns * (cellW + gap), height: gap + pages.count * (cellH + label + gap),
+            background: RGBA(r: 24, g: 24, b: 28))
+        for (row, page) in pages.enumerated() {
+            for (column, step) in page.steps.enumerated() {
+                let x = gap + column * (cellW + gap)
+                let y = gap + row * (cellH + label + gap)
+                canvas.fill(x: x, y: y, width: cellW, height: cellH, color: RGBA(r: 60, g: 60, b: 66))
+                if let image = shown[row][column] { canvas.draw(image, x: x, y: y, width: cellW, height: cellH) }
+                let tag = step.sizeClass == "original" ? "ORIG" : step.sizeClass == "thumbnail" ? "THUMB" : "NONE"
+                canvas.text(String(format: "%.2fS %@", step.time, tag), x: x, y: y + cellH + 2, scale: 1,
+                            color: RGBA(r: 220, g: 220, b: 220))
+                if let size = step.originalSize {
+                    canvas.text(size.uppercased(), x: x, y: y + cellH + 9, scale: 1, color: RGBA(r: 255, g: 200, b: 0))
+                }
+            }
+        }
+        return canvas
+    }
+}
