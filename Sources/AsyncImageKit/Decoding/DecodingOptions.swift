@@ -52,10 +52,11 @@ public struct DecodingOptions: Sendable, Hashable {
     /// or nil. The loader checks each request's own limit with it when a
     /// decode or a cached image made under another limit is shared.
     func limitFailure(for image: Image) -> DecodingFailure? {
-        var (pixels, overflow) = image.originalSize.pixelCount.multipliedReportingOverflow(by: max(1, image.frames.count))
+        let size = image.originalSize
+        var (pixels, overflow) = max(0, size.width).multipliedReportingOverflow(by: max(0, size.height))
+        if !overflow { (pixels, overflow) = pixels.multipliedReportingOverflow(by: max(1, image.frames.count)) }
         if let counted = image.decodeInfo.countedPixels, counted > pixels { pixels = counted }
         guard overflow || pixels > maxPixels else { return nil }
-        let size = image.originalSize
         let frames = image.frames.count > 1 ? " in \(image.frames.count) frames" : ""
         return DecodingFailure(
             format: image.format, stage: .limits,

@@ -53,18 +53,22 @@ struct ImageDiskStore: Sendable {
 
     /// The stored body of generation `generation`, or nil.
     func original(for diskKey: String, generation: String) -> Data? {
-        part(Self.originalKey(diskKey), generation: generation)
+        part(Self.originalKey(diskKey), generation: generation, of: diskKey)
     }
 
     /// The stored processed image `processing` of generation `generation`, or nil.
     func processed(for diskKey: String, processing: String, generation: String) -> Data? {
-        part(Self.processedKey(diskKey, processing), generation: generation)
+        part(Self.processedKey(diskKey, processing), generation: generation, of: diskKey)
     }
 
-    private func part(_ key: String, generation: String) -> Data? {
+    private func part(_ key: String, generation: String, of diskKey: String) -> Data? {
         guard let entry = cache.entry(for: key) else { return nil }
         guard entry.metadata.generation == generation else {
-            cache.removeData(for: key)  // made from another response: never used again
+            // Made from another response: never used again, unless it is
+            // newer than what this reader saw (another writer's, just in).
+            if cache.entry(for: diskKey)?.metadata.generation != entry.metadata.generation {
+                cache.removeData(for: key)
+            }
             return nil
         }
         return entry.data
@@ -96,6 +100,8 @@ struct ImageDiskStore: Sendable {
     /// Rewrites the headers entry after a `304` (its generation, and so
     /// every part, kept).
     func refresh(_ metadata: DataCacheMetadata, for diskKey: String) throws(AsyncImageError) {
+        // Not over a newer response another writer stored meanwhile.
+        guard cache.entry(for: diskKey)?.metadata.generation == metadata.generation else { return }
         try cache.store(Data(), for: diskKey, metadata: metadata)
     }
 

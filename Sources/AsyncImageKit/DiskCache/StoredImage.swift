@@ -19,6 +19,8 @@ import Foundation
 ///   animations).
 enum StoredImage {
     static let magic: [UInt8] = Array("AIKI".utf8)
+    /// The largest side stored (a larger processed image is not stored).
+    static let maxSide = 1 << 15
     static let version: UInt16 = 1
 
     enum Payload: UInt8 {
@@ -49,6 +51,9 @@ enum StoredImage {
     ///
     /// - Throws: ``AsyncImageError/encoding(_:reason:)`` when the encoder fails.
     static func encode(_ image: Image, encoding: ProcessedImageEncoding) throws(AsyncImageError) -> Data {
+        guard image.width <= maxSide, image.height <= maxSide else {
+            throw .encoding(.png, reason: "\(image.width)x\(image.height) is larger than a stored image may be")
+        }
         let payloadKind: Payload
         let payload: Data
         if image.isAnimated {
@@ -70,7 +75,9 @@ enum StoredImage {
             scaleDenominator: image.decodeInfo.scaleDenominator, decodedWidth: image.decodeInfo.decodedSize.width,
             decodedHeight: image.decodeInfo.decodedSize.height, countedPixels: image.decodeInfo.countedPixels,
             durations: image.frames.map(\.duration), fileProperties: image.fileProperties)
-        let json = (try? JSONEncoder().encode(metadata)) ?? Data()
+        guard let json = try? JSONEncoder().encode(metadata) else {
+            throw .encoding(.png, reason: "the stored image's metadata could not be encoded")
+        }
         var out = Data(capacity: 11 + json.count + payload.count)
         out.append(contentsOf: magic)
         withUnsafeBytes(of: version.littleEndian) { out.append(contentsOf: $0) }
@@ -94,7 +101,10 @@ enum StoredImage {
         guard data.count - 11 >= jsonLength,
             let metadata = try? JSONDecoder().decode(Metadata.self, from: data[start..<start + jsonLength]),
             metadata.width > 0, metadata.height > 0, !metadata.durations.isEmpty,
-            metadata.width <= 1 << 15, metadata.height <= 1 << 15
+            metadata.width <= maxSide, metadata.height <= maxSide,
+            (1...(1 << 20)).contains(metadata.originalWidth), (1...(1 << 20)).contains(metadata.originalHeight),
+            (1...(1 << 20)).contains(metadata.decodedWidth), (1...(1 << 20)).contains(metadata.decodedHeight),
+            metadata.durations.count <= 10_000, metadata.durations.allSatisfy({ $0.isFinite && $0 >= 0 })
         else { return nil }
         let payload = data[(start + jsonLength)...]
         let frames: [ImageFrame]

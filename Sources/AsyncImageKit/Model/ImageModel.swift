@@ -36,6 +36,9 @@ public final class ImageModel: @unchecked Sendable {
         case loaded
         /// The load failed with this error.
         case failed(AsyncImageError)
+        /// The load was cancelled from outside (a `cancelLoading` call on
+        /// the loader); ``ImageModel/reload()`` starts it again.
+        case cancelled
     }
 
     /// The model's state at one moment.
@@ -197,6 +200,8 @@ public final class ImageModel: @unchecked Sendable {
     private func start() {
         let generation = fields.withLock { fields -> UInt64 in
             fields.generation += 1
+            // A reload starts over: nothing of the last load counts as done.
+            fields.snapshot.originalImage = nil
             return fields.generation
         }
         // The memory cache first, on this thread: "loaded instantly".
@@ -213,13 +218,21 @@ public final class ImageModel: @unchecked Sendable {
             }
         } else {
             update(generation) { $0.phase = .loading }
-            let task = loader.load(request) { [weak self] result in
+            let task = loader.load(request, onCancelled: { [weak self] in self?.cancelled(generation) }) {
+                [weak self] result in
                 self?.finished(result, original: false, generation)
             }
             fields.withLock { $0.tasks.append(task) }
         }
         if loadsOriginal {
-            let task = loader.load(ImageRequest(url: request.url, headers: request.headers)) { [weak self] result in
+            // The request's own fields (key, headers, policies, pixel limit),
+            // without a display size or processors: one transfer for both.
+            let original = ImageRequest(
+                url: request.url, maxPixels: request.options.maxPixels, priority: request.priority,
+                headers: request.headers, cachePolicy: request.cachePolicy, diskStorage: request.diskStorage,
+                key: request.cacheKey.url == request.url.absoluteString ? nil : request.cacheKey.url)
+            let task = loader.load(original, onCancelled: { [weak self] in self?.cancelled(generation) }) {
+                [weak self] result in
                 self?.finished(result, original: true, generation)
             }
             fields.withLock { $0.tasks.append(task) }
@@ -244,6 +257,13 @@ public final class ImageModel: @unchecked Sendable {
             if case .failed = snapshot.phase { return }
             let done = snapshot.image != nil && (!self.loadsOriginal || snapshot.originalImage != nil)
             snapshot.phase = done ? .loaded : .loading
+        }
+    }
+
+    /// A load was cancelled from outside (not by the model itself).
+    private func cancelled(_ generation: UInt64) {
+        update(generation) { snapshot in
+            if snapshot.phase == .loading { snapshot.phase = .cancelled }
         }
     }
 
@@ -294,10 +314,12 @@ public final class ImageModelObservation: @unchecked Sendable {
 extension AsyncImageLoader {
     /// Loads `request` for a model: the outcome (with its response) from the
     /// loader's own threads, as the async API has it, with no action.
-    func load(_ request: ImageRequest, completion: @escaping @Sendable (Result<ImageResponse, AsyncImageError>) -> Void)
-        -> ImageTask
-    {
+    func load(
+        _ request: ImageRequest, onCancelled: (@Sendable () -> Void)? = nil,
+        completion: @escaping @Sendable (Result<ImageResponse, AsyncImageError>) -> Void
+    ) -> ImageTask {
         ImageTask(
-            enqueue(request, target: nil, success: nil, failure: nil, onCancelled: nil, completion: completion), loader: self)
+            enqueue(request, target: nil, success: nil, failure: nil, onCancelled: onCancelled, completion: completion),
+            loader: self)
     }
 }

@@ -90,10 +90,14 @@ public enum ImageProcessors {
         public var identifier: String { "crop(\(x),\(y),\(size))" }
 
         public func process(_ image: Image) throws(AsyncImageError) -> Image {
+            // Clamped first: no overflow whatever the rectangle.
+            let limit = 1 << 40
+            let (x, y) = (min(max(x, -limit), limit), min(max(y, -limit), limit))
+            let (w, h) = (min(max(size.width, 0), limit), min(max(size.height, 0), limit))
             let x0 = max(0, x)
             let y0 = max(0, y)
-            let x1 = min(image.width, x + size.width)
-            let y1 = min(image.height, y + size.height)
+            let x1 = min(image.width, x + w)
+            let y1 = min(image.height, y + h)
             guard x1 > x0, y1 > y0 else {
                 throw .processing(identifier, reason: "the rectangle misses the \(image.width)x\(image.height) image")
             }

@@ -142,8 +142,11 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     /// Loads the current URL again for the current display size, content
     /// mode and scaling (the memory cache first; the image shown stays).
     public func imageDisplayDidChange() {
-        guard let url = imageURL else { return }
-        imageURL = url
+        // Read and set again as one step against other threads' `imageURL` sets.
+        ImageURLRegistry.shared.ordered {
+            guard let url = imageURL else { return }
+            imageURL = url
+        }
     }
 
     /// Applies a change of display size, content mode or scaling; reloads
@@ -180,11 +183,12 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
             }
         } }
         set {
-            let request = newValue.map { imageRequest(for: $0) }
             // The view's record and the loader call as one step against other
             // threads' sets, so the loader's latest URL is the view's.
             // `onChange` runs after, outside that step.
             let observer = ImageURLRegistry.shared.ordered { () -> (@Sendable (AsyncImageView) -> Void)? in
+                // Built in the same step: the display size it is made for is the latest.
+                let request = newValue.map { imageRequest(for: $0) }
                 let (observer, clears) = fields.withLock { fields in
                     fields.state = newValue.map { .loading($0) } ?? .empty
                     if newValue == nil {

@@ -75,8 +75,11 @@ extension ImageDisplaying {
     /// (the memory cache first; the image shown stays until the new one
     /// arrives). Does nothing without a URL.
     public func imageDisplayDidChange() {
-        guard let url = imageURL else { return }
-        applyImageURL(url, clearsImage: false)
+        // Read and reloaded as one step against other threads' `imageURL` sets.
+        ImageURLRegistry.shared.ordered {
+            guard let url = imageURL else { return }
+            applyImageURL(url, clearsImage: false)
+        }
     }
 
     /// The request ``imageURL`` makes for `url`: this object's display size,

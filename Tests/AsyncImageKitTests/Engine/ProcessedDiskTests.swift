@@ -283,6 +283,12 @@ final class ProcessedDiskTests: XCTestCase {
         for junk in [Data(), Data("AIKI".utf8), Data("AIKI\u{1}\u{0}\u{1}\u{ff}\u{ff}\u{ff}\u{ff}".utf8)] {
             XCTAssertNil(StoredImage.decode(junk, decoders: .default))
         }
+        // Lying metadata (an original size whose pixel count overflows) is a miss, not a trap.
+        let stored = try StoredImage.encode(alpha, encoding: .lossless)
+        let text = String(decoding: stored, as: UTF8.self)
+        let lying = Data(text.replacingOccurrences(of: "\"originalWidth\":37", with: "\"originalWidth\":4611686018427387904").utf8)
+        XCTAssertNotEqual(lying, stored)
+        XCTAssertNil(StoredImage.decode(lying, decoders: .default))
     }
 
     /// The largest difference of any channel of any pixel.

@@ -175,4 +175,42 @@ final class StaleResponseTests: XCTestCase {
         XCTAssertTrue(gone.isStale, "nothing listens on \(port) any more")
         XCTAssertEqual(gone.source, .diskCache)
     }
+
+    /// A newer URL set on the target before the stale image is delivered
+    /// wins: no follow-up comes after it, and it is not superseded.
+    func testNoFollowUpAfterANewerRequestOnTheTarget() throws {
+        let h = try LoaderHarness()
+        let disk = try DataCache(directory: folder)
+        let image = VersionedImage(h.server)
+        warm(h, disk, image)
+        image.version.value = 2
+        let loader = AsyncImageLoader(
+            configuration: .init(
+                cache: ImageCache(), concurrentLoads: 1, deliveryQueue: h.queue, notificationCenter: h.center,
+                diskCache: disk))
+        // The only slot is held by another transfer: both requests below wait, U before V.
+        let blocker = h.server.url(90)
+        h.server.hold(blocker)
+        loader.loadImage(ImageRequest(url: blocker), success: h.log.success, failure: h.log.failure)
+        wait(for: [h.server.arrival(of: blocker, self)], timeout: 15)
+        let target = Target()
+        let shown = Box<[String]>([])
+        let show = ImageAction("show") { _, _, url in shown.update { $0 = ($0 ?? []) + [url.path] } }
+        let newer = h.server.url(5)
+        loader.loadImage(
+            ImageRequest(url: image.url, cachePolicy: .returnStaleWhileRevalidating), target: target, success: show)
+        loader.loadImage(ImageRequest(url: newer), target: target, success: show)
+        let done = expectation(description: "the newer image")
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: target, queue: nil) { note in
+            if (note.userInfo?[AsyncImageURLKey] as? URL) == newer { done.fulfill() }
+        }
+        defer { h.center.removeObserver(observer) }
+        h.server.release(blocker)
+        wait(for: [done], timeout: 15)
+        loader.flushDiskWrites()
+        h.drainDeliveries()
+        XCTAssertEqual(shown.value?.last, newer.path, "the newer request is shown last: \(shown.value ?? [])")
+        XCTAssertEqual(h.server.requestCount(image.url), 1, "no revalidation follow-up behind the newer request")
+        withExtendedLifetime(target) {}
+    }
 }

@@ -97,6 +97,9 @@ extension AsyncImageLoader {
     private func followUp(_ record: LoadRequest, _ state: inout LoaderState, _ effects: inout Effects) {
         let object = record.target?.object
         guard record.target == nil || object != nil else { return }
+        // Something newer was set on the target meanwhile: it wins, and no
+        // fresher copy of this image may come after it.
+        if let lane = record.lane, lane.key != nil, lane.latestPending(&effects.keep) !== record { return }
         var request = record.request
         request.cachePolicy.remove(.returnStaleWhileRevalidating)
         request.cachePolicy.insert(.skipMemoryReads)

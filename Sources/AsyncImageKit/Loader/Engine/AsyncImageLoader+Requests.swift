@@ -101,7 +101,7 @@ extension AsyncImageLoader {
             let next = self.job(for: record, &state)
             next.join(record, storage: record.request.diskStorage ?? state.diskStorage)
             if next.isQueued, let lane = record.lane {
-                lane.enterQueue(record.priority)
+                lane.requeue(record)
                 state.queue.refile(lane)
             }
         }

@@ -55,7 +55,7 @@ extension AsyncImageLoader {
         // `file` URLs are local: never "not cached".
         let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
         let key = job.diskKey
-        let acceptStale = job.policy.contains(.returnStaleWhileRevalidating)
+        let acceptStale = job.policy.contains(.returnStaleWhileRevalidating) && !job.policy.contains(.neverStale)
         let transfer = TransferContext(
             job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk,
             staleOnError: !job.policy.contains(.neverStale))

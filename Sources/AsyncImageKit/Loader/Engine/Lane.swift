@@ -59,6 +59,13 @@ final class Lane {
         queuedCount += 1
     }
 
+    /// Queues `record` again (it was moved to a job still queued, after its
+    /// first one started): the queue head goes back to it if it had passed it.
+    func requeue(_ record: LoadRequest) {
+        if let index = items[front...].firstIndex(where: { $0 === record }) { queueHead = min(queueHead, index) }
+        enterQueue(record.priority)
+    }
+
     func leaveQueue(_ priority: ImagePriority) {
         queuedCounts[priority.rawValue] -= 1
         queuedCount -= 1
