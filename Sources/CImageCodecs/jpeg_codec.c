@@ -5,12 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
+#include <jerror.h>
 
 typedef struct {
     struct jpeg_error_mgr base;
     jmp_buf jump;
     char *message;
     size_t message_size;
+    /* A preview of a file still arriving: the end of the data is not an error. */
+    int tolerates_end_of_data;
 } aiv_jpeg_error_mgr;
 
 static void aiv_jpeg_error_exit(j_common_ptr cinfo) {
@@ -26,6 +29,10 @@ static void aiv_jpeg_error_exit(j_common_ptr cinfo) {
  * damaged part in and return an image that looks like a success. Trace
  * messages (level >= 0) are dropped; nothing is printed to stderr. */
 static void aiv_jpeg_emit_message(j_common_ptr cinfo, int msg_level) {
+    aiv_jpeg_error_mgr *err = (aiv_jpeg_error_mgr *)cinfo->err;
+    if (msg_level < 0 && err->tolerates_end_of_data && cinfo->err->msg_code == JWRN_JPEG_EOF) {
+        return; /* libjpeg ends the image with the scans it has: the preview */
+    }
     if (msg_level < 0) {
         cinfo->err->num_warnings++;
         aiv_jpeg_error_exit(cinfo);
@@ -65,9 +72,25 @@ static void aiv_jpeg_progress_monitor(j_common_ptr cinfo) {
     }
 }
 
+static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
+                                uint32_t min_width, uint32_t min_height, int tolerates_end_of_data,
+                                const aiv_pixel_allocator *allocator, aiv_decode_result *result);
+
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                     uint32_t min_width, uint32_t min_height,
                     const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
+    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 0, allocator, result);
+}
+
+int aiv_jpeg_decode_preview(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
+                            uint32_t min_width, uint32_t min_height,
+                            const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
+    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 1, allocator, result);
+}
+
+static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
+                                uint32_t min_width, uint32_t min_height, int tolerates_end_of_data,
+                                const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
     result->scale_denom = 1;
 
@@ -91,6 +114,7 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int m
 
     cinfo.err = &err.base;
     aiv_jpeg_init_error(&err, result->message, sizeof(result->message));
+    err.tolerates_end_of_data = tolerates_end_of_data;
     if (setjmp(err.jump)) {
         jpeg_destroy_decompress(&cinfo);
         if (pixels) allocator->release(pixels, pixels_size);

@@ -27,6 +27,11 @@ public struct DecodingOptions: Sendable, Hashable {
     /// over the whole image). Internal: tests lower it.
     var maxProgressiveScans = 500
 
+    /// A preview of a progressive JPEG whose data stops after some scans
+    /// (the loader's progressive previews): the end of the data is then not
+    /// an error. Internal: never set for a final image.
+    var isProgressivePreview = false
+
     /// Creates options.
     public init(
         maxPixels: Int = DecodingOptions.defaultMaxPixels,

@@ -36,7 +36,7 @@ public struct JPEGDecoder: ImageDecoding {
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
-                aiv_jpeg_decode(
+                (options.isProgressivePreview ? aiv_jpeg_decode_preview : aiv_jpeg_decode)(
                     bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
                     UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, &result)
             }

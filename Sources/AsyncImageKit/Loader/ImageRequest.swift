@@ -15,6 +15,10 @@ public struct ImageRequest: Sendable, Hashable {
     public let cacheKey: ImageCacheKey
     /// What runs on the decoded image, in order (see ``ImageProcessing``).
     public let processors: [any ImageProcessing]
+    /// Wants previews of a progressive JPEG while it downloads (see
+    /// ``ImageTask/onPreview(_:)``; default false). Previews are never
+    /// cached and never come after the final image.
+    public var wantsPreviews = false
     /// Where the request stands in the loader's queue (default ``ImagePriority/normal``).
     /// Change a request already made through its ``ImageTask``.
     public var priority: ImagePriority
@@ -78,6 +82,7 @@ extension ImageRequest {
         lhs.url == rhs.url && lhs.options == rhs.options && lhs.cacheKey == rhs.cacheKey
             && lhs.priority == rhs.priority && lhs.headers == rhs.headers && lhs.cachePolicy == rhs.cachePolicy
             && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
+            && lhs.wantsPreviews == rhs.wantsPreviews
     }
 
     /// Hashes the URL and the cache key (which names the processors).

@@ -79,6 +79,18 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
         if let known { handler(known) }
     }
 
+    /// Calls `handler` with previews of a progressive JPEG while it
+    /// downloads, for a request made with ``ImageRequest/wantsPreviews``: at
+    /// most three, after its first scan and at least 150 ms apart, decoded
+    /// at the request's display size with its processors, on the loader's
+    /// delivery queue. A preview never comes after the request's outcome,
+    /// and is never cached. Add it right after making the request.
+    public func onPreview(_ handler: @escaping @Sendable (Image) -> Void) {
+        guarded.withLock { _ in
+            if record.state == .pending { record.previewHandlers.append(handler) }
+        }
+    }
+
     /// Cancels the request (nothing is delivered); its transfer stops unless
     /// another request needs it. No effect once delivered.
     public func cancel() {

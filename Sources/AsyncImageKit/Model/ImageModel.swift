@@ -56,6 +56,9 @@ public final class ImageModel: @unchecked Sendable {
         public var response: ImageResponse?
         /// When ``image`` was set, on the model's clock: an animation plays from then.
         public var imageSetAt: Double?
+        /// While loading, the latest preview of a progressive JPEG (for a
+        /// model made with `showsPreviews`); nil once the image is in.
+        public var preview: Image?
 
         /// The still image to show at `t` (on the model's clock): the frame
         /// of an animation at `t - imageSetAt`, with the browsers' rules
@@ -115,6 +118,17 @@ public final class ImageModel: @unchecked Sendable {
         self.clock = clock
         self.loadsOriginal = loadsOriginal && !Self.isOriginal(request)
         start()
+    }
+
+    /// A model for `url` that shows previews of a progressive JPEG while it
+    /// downloads (``Snapshot/preview``); see the other initializers.
+    public convenience init(
+        url: URL, displaySize: PixelSize? = nil, showsPreviews: Bool, loader: AsyncImageLoader = .shared,
+        clock: @escaping @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
+    ) {
+        var request = ImageRequest(url: url, targetSize: displaySize)
+        request.wantsPreviews = showsPreviews
+        self.init(request: request, loader: loader, clock: clock)
     }
 
     deinit {
@@ -222,6 +236,11 @@ public final class ImageModel: @unchecked Sendable {
                 [weak self] result in
                 self?.finished(result, original: false, generation)
             }
+            if request.wantsPreviews {
+                task.onPreview { [weak self] image in
+                    self?.update(generation) { if $0.phase == .loading, $0.image == nil { $0.preview = image } }
+                }
+            }
             fields.withLock { $0.tasks.append(task) }
         }
         if loadsOriginal {
@@ -247,11 +266,13 @@ public final class ImageModel: @unchecked Sendable {
                 snapshot.originalImage = response.image
             case .success(let response):
                 snapshot.image = response.image
+                snapshot.preview = nil
                 snapshot.imageSetAt = now
                 snapshot.response = response
                 if Self.isOriginal(self.request) { snapshot.originalImage = response.image }
             case .failure(let error):
                 snapshot.phase = .failed(error)
+                snapshot.preview = nil
                 return
             }
             if case .failed = snapshot.phase { return }

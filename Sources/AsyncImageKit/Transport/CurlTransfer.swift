@@ -231,7 +231,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// until it has seen enough or the limit is passed.
     private func reportBodyStart() {
         guard let bodyStart = observer.bodyStart, wantsBodyStart else { return }
-        guard body.count <= DataTransferObserver.bodyStartLimit, !isContentEncoded else {
+        guard body.count <= observer.bodyStartLimit, !isContentEncoded else {
             wantsBodyStart = false
             return
         }

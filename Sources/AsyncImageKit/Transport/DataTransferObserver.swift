@@ -64,15 +64,15 @@ public struct DataTransferObserver: Sendable {
     /// bytes elsewhere (a disk write belongs on another queue).
     public var partial: (@Sendable (PartialBody) -> Void)?
 
-    /// The start of the body as it arrives: called after each piece with all
-    /// the bytes received so far, until it returns false or the body passes
-    /// ``bodyStartLimit`` bytes (enough for any image header: a header probe
-    /// reads the size there long before the pixels arrive). Same thread and
-    /// rules as ``progress``; never for content-encoded bodies.
+    /// The body as it arrives: called after each piece with all the bytes
+    /// received so far, until it returns false or the body passes
+    /// ``bodyStartLimit`` bytes (a header probe reads an image's size there
+    /// long before the pixels arrive; progressive previews watch for scans).
+    /// Same thread and rules as ``progress``; never for content-encoded bodies.
     public var bodyStart: (@Sendable (Data) -> Bool)?
 
-    /// How many body bytes ``bodyStart`` sees at most: 1 MiB.
-    public static let bodyStartLimit = 1 << 20
+    /// How many body bytes ``bodyStart`` sees at most (default 1 MiB).
+    public var bodyStartLimit = 1 << 20
 
     /// An observer; with no handlers it observes nothing.
     public init(

@@ -109,6 +109,14 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int m
                     uint32_t min_width, uint32_t min_height,
                     const aiv_pixel_allocator *allocator, aiv_decode_result *result);
 
+/* The same, for a preview of a progressive JPEG still arriving: the data
+ * ends after some scans (it is cut at a scan's start), and libjpeg's
+ * "premature end" warning is not an error here: the image comes out with
+ * the scans received. Every other warning still fails the decode. */
+int aiv_jpeg_decode_preview(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
+                            uint32_t min_width, uint32_t min_height,
+                            const aiv_pixel_allocator *allocator, aiv_decode_result *result);
+
 typedef struct {
     uint8_t *data;              /* malloc'd; caller frees with free() */
     size_t size;

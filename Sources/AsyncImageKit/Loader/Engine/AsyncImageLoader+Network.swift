@@ -11,6 +11,8 @@ struct TransferContext: Sendable {
     let writeDisk: ImageDiskStore?
     /// A stale response may be served when the server cannot be reached.
     let staleOnError: Bool
+    /// How previews are decoded, when a request wants them.
+    let previews: (options: DecodingOptions, processors: [any ImageProcessing])?
 }
 
 /// The network stage: one transfer, with validators when a stale response
@@ -37,10 +39,30 @@ extension AsyncImageLoader {
         // the body's first bytes, long before its pixels. Told on the
         // loader's timer queue: this runs on the transport's thread, which a
         // cancel under the loader's lock may be waiting for.
+        let previews = transfer.previews
+        let watcher = previews.map { plan in
+            PreviewWatcher { [weak self] prefix in
+                guard let self else { return }
+                self.decodeQueue.async { [weak self] in self?.makePreview(job, prefix, plan) }
+            }
+        }
+        let probed = Locked(false)  // transport thread only; a lock for Sendable
+        observer.bodyStartLimit = watcher == nil ? DataTransferObserver().bodyStartLimit : Int.max
         observer.bodyStart = { [weak self] start in
-            guard let self, let properties = ImageFileProperties(data: start) else { return true }
-            self.timerQueue.async { self.propertiesKnown(job, properties) }
-            return false
+            guard let self else { return false }
+            var wantsMore = false
+            if !probed.withLock({ $0 }) {
+                if let properties = ImageFileProperties(data: start) {
+                    probed.withLock { $0 = true }
+                    self.timerQueue.async { self.propertiesKnown(job, properties) }
+                    // Previews only for a progressive JPEG.
+                    guard properties.jpeg?.process == .progressive else { return false }
+                } else {
+                    wantsMore = true
+                }
+            }
+            if let watcher, probed.withLock({ $0 }) { wantsMore = watcher.look(at: start) || wantsMore }
+            return wantsMore
         }
         if let store = transfer.writeDisk {
             observer.partial = { [weak self] received in self?.keep(received, resuming: partial, in: store, job) }

@@ -58,7 +58,7 @@ extension AsyncImageLoader {
         let acceptStale = job.policy.contains(.returnStaleWhileRevalidating) && !job.policy.contains(.neverStale)
         let transfer = TransferContext(
             job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk,
-            staleOnError: !job.policy.contains(.neverStale))
+            staleOnError: !job.policy.contains(.neverStale), previews: previewPlan(job))
         let network: @Sendable (_ stale: StoredResponse?, _ partial: StoredPartial?) -> Void = { [weak self] stale, partial in
             self?.startTransfer(transfer, stale: stale, partial: partial)
         }

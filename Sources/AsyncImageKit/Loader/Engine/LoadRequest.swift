@@ -55,6 +55,8 @@ final class LoadRequest: @unchecked Sendable {
     /// and who waits for them.
     var fileProperties: ImageFileProperties?
     var propertyHandlers: [@Sendable (ImageFileProperties) -> Void] = []
+    /// Who waits for progressive previews (see ``ImageTask/onPreview(_:)``).
+    var previewHandlers: [@Sendable (Image) -> Void] = []
 
     /// Its response, once its image is known.
     func response(_ image: Image) -> ImageResponse {
@@ -127,16 +129,18 @@ final class LoadRequest: @unchecked Sendable {
         let onCancelled: (@Sendable () -> Void)?
         let completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)?
         let propertyHandlers: [@Sendable (ImageFileProperties) -> Void]
+        let previewHandlers: [@Sendable (Image) -> Void]
     }
 
     func takeCallbacks() -> Callbacks {
         defer {
             (success, failure, onCancelled, completion) = (nil, nil, nil, nil)
             propertyHandlers = []
+            previewHandlers = []
         }
         return Callbacks(
             success: success, failure: failure, onCancelled: onCancelled, completion: completion,
-            propertyHandlers: propertyHandlers)
+            propertyHandlers: propertyHandlers, previewHandlers: previewHandlers)
     }
 
     /// Whether it was made with a target that has since been deallocated (a
