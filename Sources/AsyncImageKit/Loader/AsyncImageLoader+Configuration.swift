@@ -41,6 +41,11 @@ extension AsyncImageLoader {
         public var diskStorage: DiskStorage
         /// How processed images are written to disk (default ``ProcessedImageEncoding/automatic``).
         public var processedImageEncoding: ProcessedImageEncoding
+        /// End a progressive JPEG's transfer once its DC coefficients are in
+        /// when every request for it decodes at 1/8 scale or smaller (the
+        /// rest of the file changes the result by about one level at most:
+        /// ``ImageResponse/earlyEnd`` reports it). Default true.
+        public var endsTransfersAtDCScans = true
         /// The decoders, picked by sniffed format (default ``ImageDecoderRegistry/default``).
         public var decoders: ImageDecoderRegistry
         /// The share of ``concurrentLoads`` that prefetch transfers may hold

@@ -31,6 +31,17 @@ public struct ImageResponse: Sendable {
         }
     }
 
+    /// A progressive JPEG whose transfer ended once its DC coefficients were
+    /// in: at 1/8 scale or smaller they are all the decode reads.
+    public struct EarlyEnd: Sendable, Hashable {
+        /// The body bytes the decode read (up to the end of the DC scans).
+        public let receivedBytes: Int
+        /// The whole body's length, when the server said (`Content-Length`).
+        public let totalBytes: Int?
+        /// The bytes not transferred, when the total is known.
+        public var savedBytes: Int? { totalBytes.map { max(0, $0 - receivedBytes) } }
+    }
+
     /// The image.
     public let image: Image
     /// The request's URL.
@@ -44,17 +55,23 @@ public struct ImageResponse: Sendable {
     /// The HTTP response, when one was received for this delivery (nil for
     /// memory and fresh disk hits, and `file` URLs).
     public let http: HTTPInfo?
+    /// Set when the transfer ended early, at a progressive JPEG's DC
+    /// coefficients (the image is the same as from the whole file).
+    public let earlyEnd: EarlyEnd?
 
     /// What the source file said about itself (format, size, bit depth,
     /// colour type, frames, ICC, EXIF): ``Image/fileProperties``.
     public var fileProperties: ImageFileProperties? { image.fileProperties }
 
     /// A response, as a custom caller or a test makes one.
-    public init(image: Image, url: URL, source: Source, isStale: Bool = false, http: HTTPInfo? = nil) {
+    public init(
+        image: Image, url: URL, source: Source, isStale: Bool = false, http: HTTPInfo? = nil, earlyEnd: EarlyEnd? = nil
+    ) {
         self.image = image
         self.url = url
         self.source = source
         self.isStale = isStale
         self.http = http
+        self.earlyEnd = earlyEnd
     }
 }

@@ -1,4 +1,4 @@
-import AsyncImageKit
+@testable import AsyncImageKit
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
@@ -104,5 +104,92 @@ final class ProgressivePreviewTests: XCTestCase {
             }
         }
         XCTAssertTrue(sawPreview)
+    }
+
+    /// The peak signal-to-noise ratio of `a` against `b` (RGB), in dB; infinity when equal.
+    static func psnr(_ a: Image, _ b: Image) -> Double {
+        var squared = 0.0
+        for y in 0..<a.height {
+            for x in 0..<a.width {
+                let (p, q) = (a.pixel(x: x, y: y), b.pixel(x: x, y: y))
+                for (u, v) in [(p.r, q.r), (p.g, q.g), (p.b, q.b)] { squared += pow(Double(u) - Double(v), 2) }
+            }
+        }
+        let mse = squared / Double(a.width * a.height * 3)
+        return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
+    }
+
+    /// Where each scan of libjpeg's default progressive script ends, and
+    /// what a 1/8-scale decode of the file cut there looks like against the
+    /// whole file's: the measurement behind the stopping scan.
+    func testWhereTheDCCoefficientsEnd() throws {
+        let big = try JPEGEncoder(quality: 90, progressive: true).encode(SyntheticImage.photo(width: 1600, height: 1200, seed: 4))
+        let bytes = [UInt8](big)
+        let starts = (1..<bytes.count).filter { bytes[$0 - 1] == 0xFF && bytes[$0] == 0xDA }.map { $0 - 1 }
+        var options = DecodingOptions(targetSize: PixelSize(width: 100, height: 100))
+        let whole = try ImageDecoder().decode(big, options: options)
+        XCTAssertEqual(whole.decodeInfo.scaleDenominator, 8)
+        options.isProgressivePreview = true
+        var report: [String] = []
+        for (scan, start) in starts.enumerated().dropFirst() {
+            let prefix = try ImageDecoder().decode(Data(bytes[..<start]), options: options)
+            let header = Array(bytes[starts[scan - 1]..<(starts[scan - 1] + 14)])
+            let count = Int(header[4])
+            let (ss, se, a) = (header[5 + 2 * count], header[6 + 2 * count], header[7 + 2 * count])
+            report.append(
+                String(format: "after scan %d (Ss=%d Se=%d Ah=%d Al=%d): %d of %d bytes (%.0f%%), PSNR %.1f dB",
+                       scan, ss, se, a >> 4, a & 15, start, big.count, 100 * Double(start) / Double(big.count),
+                       Self.psnr(prefix, whole)))
+        }
+        print(report.joined(separator: "\n"))
+        XCTAssertFalse(report.isEmpty)
+    }
+
+    /// At 1/8 scale or smaller, the transfer of a progressive JPEG ends once
+    /// its DC coefficients are in (after its first scan): the server is
+    /// still holding the rest when the image is delivered, the bytes saved
+    /// are reported, and the image matches a decode of the whole file
+    /// (PSNR printed).
+    func testATransferEndsAtTheDCCoefficientsAtOneEighthScale() throws {
+        let h = try LoaderHarness()
+        let big = try JPEGEncoder(quality: 90, progressive: true).encode(SyntheticImage.photo(width: 1600, height: 1200, seed: 4))
+        let bytes = [UInt8](big)
+        let starts = (1..<bytes.count).filter { bytes[$0 - 1] == 0xFF && bytes[$0] == 0xDA }.map { $0 - 1 }
+        let resource = RangeResource(body: big, contentType: "image/jpeg")
+        let url = h.server.serve("/big-progressive.jpg", resource: resource)
+        let gate = Gate()
+        defer { gate.open() }
+        // The first scan (the DC) and a little of the second, then nothing until the test ends.
+        resource.inject(.hold(after: starts[1] + 100, gate: gate))
+        let request = ImageRequest(url: url, targetSize: PixelSize(width: 100, height: 100))
+        let response = Box<ImageResponse>()
+        let done = expectation(description: "delivered while the server holds the rest")
+        h.loader.loadImage(request, success: ImageAction("show", response: { _, answer in
+            response.value = answer
+            done.fulfill()
+        }))
+        wait(for: [done], timeout: 15)
+        let answer = try XCTUnwrap(response.value)
+        let early = try XCTUnwrap(answer.earlyEnd, "the transfer ended early")
+        XCTAssertEqual(early.receivedBytes, starts[1])
+        XCTAssertEqual(early.totalBytes, big.count)
+        XCTAssertEqual(early.savedBytes, big.count - starts[1])
+        let whole = try ImageDecoder().decode(big, options: request.options)
+        XCTAssertEqual(answer.image.size, whole.size)
+        let psnr = Self.psnr(answer.image, whole)
+        print(String(format: "ended at the DC: %d of %d bytes (%.1f%% saved), PSNR %.1f dB against the whole file",
+                     early.receivedBytes, big.count, 100 * Double(early.savedBytes ?? 0) / Double(big.count), psnr))
+        XCTAssertGreaterThan(psnr, 45, "visually identical")
+        // The prefix is never stored as the original.
+        XCTAssertNotNil(h.cache.image(for: request.cacheKey))
+        // A full-size request still gets the whole file.
+        gate.open()
+        let full = expectation(description: "full size")
+        h.loader.loadImage(ImageRequest(url: url), success: ImageAction("full", response: { _, answer in
+            XCTAssertNil(answer.earlyEnd)
+            XCTAssertEqual(answer.image.size, PixelSize(width: 1600, height: 1200))
+            full.fulfill()
+        }))
+        wait(for: [full], timeout: 15)
     }
 }

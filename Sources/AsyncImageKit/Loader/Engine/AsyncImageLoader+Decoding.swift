@@ -45,9 +45,11 @@ extension AsyncImageLoader {
         var properties: ImageFileProperties??
         while true {
             let url = job.url
-            let (storedImage, hasBody, processors) = state.withLock { _ in
-                (job.storedImages[key.processing], job.hasBody, job.processors[key] ?? [])
+            let (storedImage, hasBody, processors, endedEarly) = state.withLock { _ in
+                (job.storedImages[key.processing], job.hasBody, job.processors[key] ?? [], job.earlyEnd != nil)
             }
+            // A body that ended at the DC coefficients ends before the file does.
+            options.isProgressivePreview = endedEarly
             // A stored processed image is read back instead of decoding the
             // body; one that does not read (a damaged payload) falls back to
             // the body, or, with none, sends its requests to a job that loads it.

@@ -72,6 +72,7 @@ extension AsyncImageLoader {
     ) {
         record.source = job.bodyFromDisk ? .diskCache : .network
         record.isStale = job.servedStale
+        record.earlyEnd = job.earlyEnd
         // An HTTP answer came for it: a body, or a 304 that confirmed the stored one.
         if job.statusCode == 304 || (!job.bodyFromDisk && job.statusCode != 0), let finalURL = job.finalURL {
             record.http = ImageResponse.HTTPInfo(finalURL: finalURL, statusCode: job.statusCode, headers: job.responseHeaders)
@@ -153,7 +154,8 @@ extension AsyncImageLoader {
                 return nil
             }
             job.generation = ImageDiskStore.newGeneration()
-            response = (metadata, job.storesOriginal ? body : nil)
+            // A body that ended at the DC coefficients is a prefix: never the original.
+            response = (metadata, job.storesOriginal && job.earlyEnd == nil ? body : nil)
         }
         guard let generation = job.generation, !generation.isEmpty else { return nil }
         let processing = key.processing

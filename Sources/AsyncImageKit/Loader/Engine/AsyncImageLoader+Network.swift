@@ -13,6 +13,9 @@ struct TransferContext: Sendable {
     let staleOnError: Bool
     /// How previews are decoded, when a request wants them.
     let previews: (options: DecodingOptions, processors: [any ImageProcessing])?
+    /// Whether the transfer may end once a progressive JPEG's DC
+    /// coefficients are in (every request has a display size; checked again then).
+    let watchesDC: Bool
 }
 
 /// The network stage: one transfer, with validators when a stale response
@@ -39,30 +42,50 @@ extension AsyncImageLoader {
         // the body's first bytes, long before its pixels. Told on the
         // loader's timer queue: this runs on the transport's thread, which a
         // cancel under the loader's lock may be waiting for.
-        let previews = transfer.previews
-        let watcher = previews.map { plan in
-            PreviewWatcher { [weak self] prefix in
+        // A progressive JPEG's scans, watched for previews and for the end
+        // of its DC coefficients (all a 1/8-scale decode reads).
+        let expected = Locked<Int?>(nil)
+        var onPreview: (@Sendable (Data) -> Void)?
+        if let plan = transfer.previews {
+            onPreview = { [weak self] prefix in
                 guard let self else { return }
                 self.decodeQueue.async { [weak self] in self?.makePreview(job, prefix, plan) }
             }
         }
+        var onDC: (@Sendable (Data) -> Void)?
+        if transfer.watchesDC {
+            onDC = { [weak self] prefix in
+                guard let self else { return }
+                let total = expected.withLock { $0 }
+                self.timerQueue.async { self.endAtDC(job, handle, prefix, total: total) }
+            }
+        }
+        let watcher: PreviewWatcher? =
+            onPreview == nil && onDC == nil ? nil : PreviewWatcher(preview: onPreview, dcComplete: onDC)
+        if watcher != nil {
+            observer.progress = { _, total in expected.withLock { $0 = total } }
+        }
         let probed = Locked(false)  // transport thread only; a lock for Sendable
         observer.bodyStartLimit = watcher == nil ? DataTransferObserver().bodyStartLimit : Int.max
-        observer.bodyStart = { [weak self] start in
-            guard let self else { return false }
-            var wantsMore = false
-            if !probed.withLock({ $0 }) {
-                if let properties = ImageFileProperties(data: start) {
-                    probed.withLock { $0 = true }
-                    self.timerQueue.async { self.propertiesKnown(job, properties) }
-                    // Previews only for a progressive JPEG.
-                    guard properties.jpeg?.process == .progressive else { return false }
-                } else {
-                    wantsMore = true
+        // Not for a resumed transfer: its bytes do not start at the file's start.
+        if partial == nil {
+            observer.bodyStart = { [weak self] start in
+                guard let self else { return false }
+                var wantsMore = false
+                if !probed.withLock({ $0 }) {
+                    if let properties = ImageFileProperties(data: start) {
+                        probed.withLock { $0 = true }
+                        self.timerQueue.async { self.propertiesKnown(job, properties) }
+                        // Scans only for a progressive JPEG.
+                        guard let coding = properties.jpeg, coding.process == .progressive else { return false }
+                        watcher?.componentCount = coding.componentCount
+                    } else {
+                        wantsMore = true
+                    }
                 }
+                if let watcher, probed.withLock({ $0 }) { wantsMore = watcher.look(at: start) || wantsMore }
+                return wantsMore
             }
-            if let watcher, probed.withLock({ $0 }) { wantsMore = watcher.look(at: start) || wantsMore }
-            return wantsMore
         }
         if let store = transfer.writeDisk {
             observer.partial = { [weak self] received in self?.keep(received, resuming: partial, in: store, job) }

@@ -58,7 +58,9 @@ extension AsyncImageLoader {
         let acceptStale = job.policy.contains(.returnStaleWhileRevalidating) && !job.policy.contains(.neverStale)
         let transfer = TransferContext(
             job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk,
-            staleOnError: !job.policy.contains(.neverStale), previews: previewPlan(job))
+            staleOnError: !job.policy.contains(.neverStale), previews: previewPlan(job),
+            watchesDC: state.endsTransfersAtDCScans
+                && job.orderedRequests.allSatisfy { $0.request.options.targetSize != nil })
         let network: @Sendable (_ stale: StoredResponse?, _ partial: StoredPartial?) -> Void = { [weak self] stale, partial in
             self?.startTransfer(transfer, stale: stale, partial: partial)
         }
@@ -109,7 +111,7 @@ extension AsyncImageLoader {
     /// a decoder, keeping its transfer slot until one is free.
     func transferFinished(
         _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>,
-        stored: StoredResponse? = nil, stale: Staleness = .fresh
+        stored: StoredResponse? = nil, stale: Staleness = .fresh, endedEarly: Bool = false
     ) {
         // A body from disk, a file, or a transport without a probe: its
         // header read here, outside the lock (once per job).
@@ -123,6 +125,9 @@ extension AsyncImageLoader {
             // Not this transfer's job any more: cancelled (before its task
             // existed) or the loader was let go.
             guard case .loading(let current) = job.phase, current === handle else { return }
+            // The transfer's own completion after an early end at the DC (or
+            // an early end after the whole body came): only the first counts.
+            if !endedEarly { job.earlyEnd = nil }
             guard !job.requests.isEmpty else {
                 self.finish(job, &state, &effects)
                 self.pump(&state, &effects)

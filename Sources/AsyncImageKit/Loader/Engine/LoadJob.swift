@@ -105,6 +105,9 @@ final class LoadJob: @unchecked Sendable {
     var finalURL: URL?
     /// What the file says about itself, once its header was read.
     var fileProperties: ImageFileProperties?
+    /// Its progressive JPEG's transfer ended at the DC coefficients (the body
+    /// is a prefix: decoded tolerating its end, never stored as the original).
+    var earlyEnd: ImageResponse.EarlyEnd?
 
     /// Adds a request; its size's result will also be stored in its cache,
     /// and on disk as `storage` says.

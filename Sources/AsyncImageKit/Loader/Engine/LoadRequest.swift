@@ -51,6 +51,7 @@ final class LoadRequest: @unchecked Sendable {
     var source = ImageResponse.Source.network
     var isStale = false
     var http: ImageResponse.HTTPInfo?
+    var earlyEnd: ImageResponse.EarlyEnd?
     /// The file's properties once probed (see ``ImageTask/fileProperties``),
     /// and who waits for them.
     var fileProperties: ImageFileProperties?
@@ -60,7 +61,7 @@ final class LoadRequest: @unchecked Sendable {
 
     /// Its response, once its image is known.
     func response(_ image: Image) -> ImageResponse {
-        ImageResponse(image: image, url: request.url, source: source, isStale: isStale, http: http)
+        ImageResponse(image: image, url: request.url, source: source, isStale: isStale, http: http, earlyEnd: earlyEnd)
     }
     /// Made by the loader after a stale delivery
     /// (``ImageCachePolicy/returnStaleWhileRevalidating``): delivered only

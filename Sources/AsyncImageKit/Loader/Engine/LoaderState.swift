@@ -19,6 +19,7 @@ struct LoaderState {
     var diskCache: DataCache?
     var diskStorage: DiskStorage
     var processedImageEncoding: ProcessedImageEncoding
+    var endsTransfersAtDCScans: Bool
 
     // Requests.
     var nextID: UInt64 = 0
@@ -70,6 +71,7 @@ struct LoaderState {
         diskCache = configuration.diskCache
         diskStorage = configuration.diskStorage
         processedImageEncoding = configuration.processedImageEncoding
+        endsTransfersAtDCScans = configuration.endsTransfersAtDCScans
     }
 
     /// The most transfers prefetch requests may hold while visible requests wait.
