@@ -37,11 +37,13 @@ case "resize":
     runResizeBenchmark(seconds: parseOptions(arguments.dropFirst()).seconds)
 case "disk":
     try runDiskBenchmark(parseDiskOptions(arguments.dropFirst()))
+case "progressive":
+    try runProgressiveBenchmark(arguments.dropFirst())
 case "serve":
     try serveFolder(Array(arguments.dropFirst()))
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }
