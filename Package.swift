@@ -84,7 +84,7 @@ let package = Package(
             name: "asyncimage-fuzz",
             dependencies: ["AsyncImageKit"],
             path: "Fuzz",
-            exclude: ["run"],
+            exclude: ["run", "seeds"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .testTarget(
