@@ -236,6 +236,27 @@ final class WebPDecoderTests: XCTestCase {
         }
     }
 
+    /// With ``ScalingOptions/enlargesSmallImages`` libwebp scales a small still up while it decodes.
+    func testEnlargedStillIsScaledUpByLibwebp() throws {
+        let source = SyntheticImage.quadrants(width: 20, height: 10)
+        let webp = try tools.cwebp(source, ["-lossless"])
+        let image = try ImageDecoder().decode(
+            webp,
+            options: DecodingOptions(
+                targetSize: PixelSize(width: 40, height: 40), contentMode: .aspectFit,
+                scaling: [.fitCropsExcess, .enlargesSmallImages]))
+        XCTAssertEqual(image.size, PixelSize(width: 40, height: 20))
+        XCTAssertEqual(image.originalSize, PixelSize(width: 20, height: 10))
+        XCTAssertEqual(image.decodeInfo.decodedSize, PixelSize(width: 40, height: 20))
+        XCTAssertEqual(image.pixel(x: 2, y: 2), RGBA(r: 255, g: 0, b: 0))
+        XCTAssertEqual(image.pixel(x: 37, y: 17), RGBA(r: 255, g: 255, b: 255))
+        // Without the option a small image keeps its own size, centred in the target.
+        let centred = try ImageDecoder().decode(
+            webp, options: DecodingOptions(targetSize: PixelSize(width: 40, height: 40), contentMode: .aspectFit))
+        XCTAssertEqual(centred.size, PixelSize(width: 40, height: 40))
+        XCTAssertEqual(centred.decodeInfo.decodedSize, PixelSize(width: 20, height: 10))
+    }
+
     /// Scaling keeps alpha straight: a half-transparent colour stays that colour.
     func testDownsampledAlphaStaysStraight() throws {
         let source = SyntheticImage.solid(width: 64, height: 64, color: RGBA(r: 240, g: 100, b: 20, a: 100))
