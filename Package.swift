@@ -6,7 +6,8 @@ import PackageDescription
 /// Layout (one concept per file, grouped by role):
 /// - `AsyncImageKit`: the library (the only product a user links).
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
-///   that owns every `setjmp` used by libpng and libjpeg.
+///   that owns every `setjmp` used by libpng and libjpeg. giflib and libwebp
+///   (`CGIF`, `CWebP`) report errors by return value and are called from Swift.
 /// - `LoopbackHTTP`, `ImageFixtures`: support code for the tests, the demo and
 ///   the benchmark (a real HTTP/1.1 server on 127.0.0.1, generated images).
 ///
@@ -41,6 +42,9 @@ let package = Package(
             name: "CGIF", pkgConfig: "libgif",
             providers: [.apt(["libgif-dev"])]),
         .systemLibrary(
+            name: "CWebP", pkgConfig: "libwebpdemux",  // its .pc requires libwebp
+            providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
 
@@ -51,7 +55,7 @@ let package = Package(
         .target(
             name: "AsyncImageKit",
             dependencies: [
-                "CCurl", "CImageCodecs", "CGIF", "CZlib", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CZlib", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
@@ -80,7 +84,7 @@ let package = Package(
             name: "asyncimage-fuzz",
             dependencies: ["AsyncImageKit"],
             path: "Fuzz",
-            exclude: ["run"],
+            exclude: ["run", "seeds"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .testTarget(

@@ -4,15 +4,16 @@ public struct DecodingOptions: Sendable, Hashable {
     public static let defaultMaxPixels = 100_000_000
 
     /// The most pixels a decode may produce, counted over all frames of an
-    /// animated GIF. Checked from the header, before any pixel buffer is
+    /// animated GIF or WebP. Checked from the header, before any pixel buffer is
     /// allocated, so a decompression bomb costs nothing.
     public var maxPixels: Int
 
     /// Downsample to this upright size (fitting or filling it per
     /// ``contentMode``, keeping the aspect ratio, never enlarging). `nil`
     /// decodes at full size. A JPEG is decoded with DCT scaling to the
-    /// smallest scale still at least this size, so a large photo never needs
-    /// a full-size buffer.
+    /// smallest scale still at least this size, and a still WebP is scaled by
+    /// libwebp while it decodes, so a large photo never needs a full-size
+    /// buffer.
     public var targetSize: PixelSize?
 
     /// How ``targetSize`` is met.

@@ -7,7 +7,7 @@ import Foundation
 /// let image = try ImageDecoder().decode(data, options: .init(targetSize: PixelSize(width: 256, height: 256)))
 /// ```
 public struct ImageDecoder: Sendable {
-    /// Creates a decoder for PNG, JPEG and GIF.
+    /// Creates a decoder for PNG, JPEG, GIF and WebP.
     public init() {}
 
     /// The built-in decoder for a format.
@@ -16,6 +16,7 @@ public struct ImageDecoder: Sendable {
         case .png: return PNGDecoder()
         case .jpeg: return JPEGDecoder()
         case .gif: return GIFDecoder()
+        case .webp: return WebPDecoder()
         }
     }
 

@@ -17,12 +17,13 @@ public struct ImageDecoderRegistry: Sendable {
     /// No decoders at all.
     public init() {}
 
-    /// PNG (libpng), JPEG (libjpeg-turbo) and GIF (giflib).
+    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib) and WebP (libwebp).
     public static let `default`: ImageDecoderRegistry = {
         var registry = ImageDecoderRegistry()
         registry.register(PNGDecoder())
         registry.register(JPEGDecoder())
         registry.register(GIFDecoder())
+        registry.register(WebPDecoder())
         return registry
     }()
 

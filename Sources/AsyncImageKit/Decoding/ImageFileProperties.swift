@@ -13,8 +13,8 @@ import Foundation
 /// ```
 ///
 /// Reading is cheap: a walk over the PNG chunk headers, the JPEG marker
-/// segments up to the first scan, or the GIF blocks (jumping over image
-/// data), with every offset and length checked, so no input can crash it. It
+/// segments up to the first scan, the GIF blocks (jumping over image
+/// data), or the WebP RIFF chunks, with every offset and length checked, so no input can crash it. It
 /// does not check that the pixel data is valid: a file can have properties
 /// and still fail to decode.
 ///
@@ -28,11 +28,21 @@ import Foundation
 /// - **GIF**: the logical screen, the colour tables, image descriptors,
 ///   graphic control extensions, NETSCAPE2.0 and `ICCRGBG1012` application
 ///   extensions.
+/// - **WebP**: libwebp's `WebPGetFeatures` (the `VP8`, `VP8L` or `VP8X`
+///   canvas size, alpha, animation, compression) and the RIFF chunks as
+///   libwebpdemux parses them: the `ANIM` loop count, the `ANMF` frames, the
+///   `VP8X` ICC flag, the `EXIF` chunk. The colour type is
+///   ``ImageColorType/ycbcr`` for lossy (VP8) and ``ImageColorType/rgb`` or
+///   ``ImageColorType/rgba`` (by the alpha flag) for lossless and animated
+///   files; the bit depth is 8. The EXIF orientation is reported in ``exif``
+///   but not applied (``orientation`` is ``ImageOrientation/up``), as
+///   ``WebPDecoder`` does not apply it.
 public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
 
-    /// The size as stored: PNG IHDR, the JPEG frame header, the GIF logical screen.
+    /// The size as stored: PNG IHDR, the JPEG frame header, the GIF logical
+    /// screen, the WebP canvas.
     public var pixelSize: PixelSize
 
     /// The EXIF orientation the decoders apply: ``ImageOrientation/up``
@@ -51,17 +61,22 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var colorType: ImageColorType
 
     /// The frames the decoders produce: the number of complete GIF image
-    /// descriptors, 1 for PNG and JPEG (an APNG's extra frames are not
+    /// descriptors, the `ANMF` chunks of an animated WebP, 1 for PNG, JPEG
+    /// and still WebP (an APNG's extra frames are not
     /// decoded; see ``animatedPNGFrameCount``).
     public var frameCount: Int
 
     /// How many times a GIF animation repeats (NETSCAPE2.0 extension; `0` =
     /// forever), `nil` when the file does not say (and for PNG and JPEG).
+    /// For an animated WebP, whose `ANIM` chunk counts plays rather than
+    /// repeats, the count converted to repeats
+    /// (``WebPDecoder/loopCount(forPlayCount:)``: 0 stays 0, 1 play is `nil`,
+    /// `n` plays are `n - 1`; the stored value is ``animatedWebPPlayCount``).
     /// The same value as ``Image/loopCount``.
     public var loopCount: Int?
 
     /// Whether the file embeds an ICC colour profile: PNG `iCCP`, JPEG APP2
-    /// `ICC_PROFILE`, GIF `ICCRGBG1012`. (The decoders do not apply it.)
+    /// `ICC_PROFILE`, GIF `ICCRGBG1012`, WebP `ICCP` (flagged in `VP8X`). (The decoders do not apply it.)
     public var hasICCProfile: Bool
 
     /// Whether the image is stored in passes: PNG Adam7, a progressive JPEG
@@ -69,12 +84,12 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var isInterlaced: Bool
 
     /// Whether the file can hold transparent pixels: a PNG with an alpha
-    /// channel or a `tRNS` chunk, a GIF with a transparent colour index. Always
-    /// `false` for JPEG.
+    /// channel or a `tRNS` chunk, a GIF with a transparent colour index, a
+    /// WebP whose header says it has alpha. Always `false` for JPEG.
     public var hasTransparency: Bool
 
-    /// The EXIF metadata of a JPEG APP1 `Exif` segment or a PNG `eXIf`
-    /// chunk, `nil` when there is none or its TIFF header is unreadable.
+    /// The EXIF metadata of a JPEG APP1 `Exif` segment, a PNG `eXIf`
+    /// chunk or a WebP `EXIF` chunk, `nil` when there is none or its TIFF header is unreadable.
     public var exif: EXIFProperties?
 
     /// The JPEG's frame and colour-transform details, `nil` for other formats.
@@ -86,6 +101,15 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
 
     /// The plays an APNG's `acTL` chunk declares (`0` = forever), `nil` without `acTL`.
     public var animatedPNGPlayCount: Int?
+
+    /// How a WebP's image data is compressed (lossy VP8, lossless VP8L, or
+    /// an animation's mixed frames), `nil` for other formats.
+    public var webPCompression: WebPCompression?
+
+    /// The loop count an animated WebP's `ANIM` chunk stores: the number of
+    /// plays, `0` = forever (``loopCount`` gives it as repeats), `nil` for a
+    /// still WebP and other formats.
+    public var animatedWebPPlayCount: Int?
 
     /// The upright size: ``pixelSize`` with width and height exchanged when
     /// the ``orientation`` turns the image by 90°. The size of the decoded
@@ -99,7 +123,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
         format: ImageFormat, pixelSize: PixelSize, orientation: ImageOrientation = .up, bitDepth: Int = 8,
         colorType: ImageColorType, frameCount: Int = 1, loopCount: Int? = nil, hasICCProfile: Bool = false,
         isInterlaced: Bool = false, hasTransparency: Bool = false, exif: EXIFProperties? = nil,
-        jpeg: JPEGCoding? = nil, animatedPNGFrameCount: Int? = nil, animatedPNGPlayCount: Int? = nil
+        jpeg: JPEGCoding? = nil, animatedPNGFrameCount: Int? = nil, animatedPNGPlayCount: Int? = nil,
+        webPCompression: WebPCompression? = nil, animatedWebPPlayCount: Int? = nil
     ) {
         self.format = format
         self.pixelSize = pixelSize
@@ -115,15 +140,18 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
         self.jpeg = jpeg
         self.animatedPNGFrameCount = animatedPNGFrameCount
         self.animatedPNGPlayCount = animatedPNGPlayCount
+        self.webPCompression = webPCompression
+        self.animatedWebPPlayCount = animatedWebPPlayCount
     }
 
     /// Reads the properties of an encoded image from its headers.
     ///
-    /// Returns `nil` when `data` is not PNG, JPEG or GIF (by its signature),
-    /// or when the header that gives the size is missing or cut off (a PNG
-    /// whose first chunk is not a whole IHDR, a JPEG with no frame header
-    /// before its first scan, a GIF shorter than its logical screen
-    /// descriptor). Damage after that header yields what was read before it.
+    /// Returns `nil` when `data` is not PNG, JPEG, GIF or WebP (by its
+    /// signature), or when the header that gives the size is missing or cut
+    /// off (a PNG whose first chunk is not a whole IHDR, a JPEG with no frame
+    /// header before its first scan, a GIF shorter than its logical screen
+    /// descriptor, a WebP whose `VP8`, `VP8L` or `VP8X` header libwebp
+    /// rejects). Damage after that header yields what was read before it.
     /// Never traps, whatever the input.
     public init?(data: Data) {
         switch ImageFormat.sniff(data) {
@@ -155,6 +183,16 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 colorType: .palette, frameCount: header.frameCount, loopCount: header.loopCount,
                 hasICCProfile: header.hasICCProfile, isInterlaced: header.firstFrameInterlaced,
                 hasTransparency: header.hasTransparency)
+        case .webp?:
+            let header = WebPHeader(data)
+            guard let size = header.size else { return nil }
+            let colorType: ImageColorType =
+                header.compression == .lossy ? .ycbcr : header.hasAlpha ? .rgba : .rgb
+            self.init(
+                format: .webp, pixelSize: size, colorType: colorType, frameCount: header.frameCount,
+                loopCount: header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)),
+                hasICCProfile: header.hasICCProfile, hasTransparency: header.hasAlpha, exif: header.exif,
+                webPCompression: header.compression, animatedWebPPlayCount: header.playCount)
         case nil:
             return nil
         }

@@ -4,9 +4,9 @@ import Foundation
 ///
 /// Pixels are 8-bit RGBA with **straight (non-premultiplied) alpha**, rows top
 /// to bottom, `bytesPerRow` bytes apart. The EXIF orientation has already been
-/// applied, so `width` and `height` are the upright size. An animated GIF
-/// carries every frame, each a whole canvas of `width` x `height` with
-/// disposal already applied; a still image has one frame.
+/// applied, so `width` and `height` are the upright size. An animated GIF or
+/// WebP carries every frame, each a whole canvas of `width` x `height` with
+/// blending and disposal already applied; a still image has one frame.
 ///
 /// `Image` is a value type whose pixel storage is shared and immutable, so it
 /// is cheap to copy and safe to send between threads.
@@ -133,7 +133,7 @@ public struct Image: Sendable {
     /// The total duration of one loop of the animation, in seconds: the sum
     /// of the frames' stored durations. (What it takes on screen is
     /// ``AnimationTimeline/loopDuration``, which also applies the short-delay
-    /// rule to frames made in memory; for a decoded GIF the two are the same.)
+    /// rule to frames made in memory; for a decoded GIF or WebP the two are the same.)
     public var duration: Double { frames.reduce(0) { $0 + $1.duration } }
 
     /// The RGBA value of one pixel of one frame.
@@ -193,7 +193,7 @@ public struct DecodeInfo: Sendable, Hashable {
     public let decodedSize: PixelSize
     /// The pixels the decoder counted against `maxPixels`, when it counts
     /// more than the source size times the frames (GIF: frames larger than
-    /// the screen, and a minimum per frame). Checked again for each request
+    /// the screen, and a minimum per frame; WebP: the minimum per frame). Checked again for each request
     /// that shares the image.
     var countedPixels: Int?
 

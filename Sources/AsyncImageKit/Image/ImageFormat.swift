@@ -11,12 +11,15 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     case jpeg
     /// Graphics Interchange Format (87a, 89a), possibly animated.
     case gif
+    /// WebP: lossy (VP8), lossless (VP8L), with alpha, possibly animated.
+    case webp
 
     /// The format whose signature `data` starts with, or `nil`.
     ///
     /// - PNG: `89 50 4E 47 0D 0A 1A 0A`
     /// - JPEG: `FF D8 FF` (start of image followed by a marker)
     /// - GIF: `GIF87a` or `GIF89a`
+    /// - WebP: `RIFF`, a 4-byte size, `WEBP` (12 bytes)
     public static func sniff(_ data: Data) -> ImageFormat? {
         data.withUnsafeBytes { sniff(UnsafeRawBufferPointer($0)) }
     }
@@ -35,12 +38,17 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
         {
             return .gif
         }
+        if bytes.count >= 12, bytes[0] == 0x52, bytes[1] == 0x49, bytes[2] == 0x46, bytes[3] == 0x46,
+            bytes[8] == 0x57, bytes[9] == 0x45, bytes[10] == 0x42, bytes[11] == 0x50
+        {
+            return .webp
+        }
         return nil
     }
 
-    /// The lower-case name: `png`, `jpeg`, `gif`.
+    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`.
     public var description: String { rawValue }
 
-    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`).
+    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
     public var mimeType: String { "image/\(rawValue)" }
 }
