@@ -56,23 +56,30 @@ public final class ImageCache: Sendable {
         var cacheClass: ImageCacheClass
     }
 
-    /// The newest and oldest slot of each class's list (-1 when empty),
-    /// inline: no array, so no uniqueness or bounds checks on a hit.
+    /// The newest and oldest slot of each class's list (-1 when empty), in
+    /// plain fields: no array (no uniqueness or bounds checks on a hit), and
+    /// a hit writes back only the two it changed.
     private struct Ends {
-        private var raw: (Int32, Int32, Int32, Int32, Int32, Int32) = (-1, -1, -1, -1, -1, -1)
+        private var newestOriginal: Int32 = -1
+        private var oldestOriginal: Int32 = -1
+        private var newestNormal: Int32 = -1
+        private var oldestNormal: Int32 = -1
+        private var newestThumbnail: Int32 = -1
+        private var oldestThumbnail: Int32 = -1
 
         subscript(cacheClass: ImageCacheClass) -> (newest: Int32, oldest: Int32) {
             get {
-                withUnsafeBytes(of: raw) { bytes in
-                    let offset = Int(cacheClass.rawValue) * 8
-                    return (bytes.load(fromByteOffset: offset, as: Int32.self), bytes.load(fromByteOffset: offset + 4, as: Int32.self))
+                switch cacheClass {
+                case .original: return (newestOriginal, oldestOriginal)
+                case .normal: return (newestNormal, oldestNormal)
+                case .thumbnail: return (newestThumbnail, oldestThumbnail)
                 }
             }
             set {
-                withUnsafeMutableBytes(of: &raw) { bytes in
-                    let offset = Int(cacheClass.rawValue) * 8
-                    bytes.storeBytes(of: newValue.newest, toByteOffset: offset, as: Int32.self)
-                    bytes.storeBytes(of: newValue.oldest, toByteOffset: offset + 4, as: Int32.self)
+                switch cacheClass {
+                case .original: (newestOriginal, oldestOriginal) = newValue
+                case .normal: (newestNormal, oldestNormal) = newValue
+                case .thumbnail: (newestThumbnail, oldestThumbnail) = newValue
                 }
             }
         }
@@ -123,9 +130,11 @@ public final class ImageCache: Sendable {
         /// The hit path: finds `key` and makes it the most recently used of
         /// its class, all on one buffer pointer (no per-write uniqueness or
         /// bounds checks).
+        @inline(__always)
         mutating func hit(_ key: ImageCacheKey) -> Image? {
             let index = self.index
-            var ends = self.ends
+            let ends = self.ends
+            var moved: (cacheClass: ImageCacheClass, newest: Int32, oldest: Int32)?
             let image = entries.withUnsafeMutableBufferPointer { entries -> Image? in
                 let slot = index.find(key, in: UnsafeBufferPointer(entries))
                 guard slot >= 0 else { return nil }
@@ -134,11 +143,11 @@ public final class ImageCache: Sendable {
                 if newest != slot {
                     Self.unlink(slot, in: entries, newest: &newest, oldest: &oldest)
                     Self.pushNewest(slot, in: entries, newest: &newest, oldest: &oldest)
-                    ends[cacheClass] = (newest, oldest)
+                    moved = (cacheClass, newest, oldest)
                 }
                 return entries[Int(slot)].box?.image
             }
-            self.ends = ends
+            if let moved { self.ends[moved.cacheClass] = (moved.newest, moved.oldest) }
             return image
         }
 
