@@ -71,8 +71,8 @@ public final class MemoryPressureMonitor: Sendable {
     public static let shared = MemoryPressureMonitor(sources: MemoryPressureMonitor.systemSources())
 
     /// A descriptor the watcher polls, and what readiness on it means.
-    struct Source: @unchecked Sendable {
-        enum Signal {
+    struct Source: Sendable {
+        enum Signal: Sendable {
             /// A PSI trigger: `POLLPRI` when it fires (nothing to read).
             case priority
             /// A FIFO or a socket: `POLLIN`, data read and discarded; end of file stops it.
