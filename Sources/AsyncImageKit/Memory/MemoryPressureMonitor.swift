@@ -324,8 +324,7 @@ public final class MemoryPressureMonitor: Sendable {
         return Source(descriptor: fd, signal: signal, info: MemoryPressureSource(kind: .systemdWatch, path: path))
     }
 
-    /// A stream socket connected to the `AF_UNIX` socket at `path`
-    /// (non-blocking once connected), or -1.
+    /// A non-blocking stream socket connected to the `AF_UNIX` socket at `path`, or -1.
     private static func connectedSocket(_ path: String) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -335,7 +334,9 @@ public final class MemoryPressureMonitor: Sendable {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Non-blocking from the start: a peer whose backlog is full fails the
+        // connect (EAGAIN) instead of stalling whoever made the first cache.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return -1 }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -346,7 +347,6 @@ public final class MemoryPressureMonitor: Sendable {
             close(fd)
             return -1
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         return fd
     }
 
