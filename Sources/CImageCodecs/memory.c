@@ -2,6 +2,9 @@
 #include "aiv_codecs.h"
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -37,4 +40,12 @@ size_t aiv_move_pages(uint8_t *from, size_t size, uint8_t *to, size_t chunk, siz
         moved += count;
     }
     return moved;
+}
+
+int aiv_trim_heap(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
 }

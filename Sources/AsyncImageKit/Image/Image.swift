@@ -79,6 +79,16 @@ public struct Image: Sendable {
         self.storage = storage
     }
 
+    /// The object every copy of this image shares: the memory cache holds it
+    /// weakly to find an image again that something else still holds.
+    var storageObject: AnyObject { storage }
+
+    /// The image whose ``storageObject`` is `object` (nil for any other object).
+    init?(storageObject object: AnyObject) {
+        guard let storage = object as? Storage else { return nil }
+        self.storage = storage
+    }
+
     /// Creates an image from frames that already hold RGBA pixels.
     ///
     /// - Precondition: every frame holds at least `bytesPerRow * height` bytes.

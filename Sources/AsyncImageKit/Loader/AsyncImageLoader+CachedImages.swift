@@ -46,7 +46,7 @@ extension AsyncImageLoader {
                 .with(fileProperties: ImageFileProperties(data: body))
         }
         guard let image, request.options.limitFailure(for: image) == nil else { return nil }
-        if !policy.contains(.skipMemoryWrites) { cache?.setImage(image, for: request.cacheKey) }
+        if !policy.contains(.skipMemoryWrites) { cache?.setImage(image, for: request.cacheKey, cacheClass: request.cacheClass) }
         return image
     }
 

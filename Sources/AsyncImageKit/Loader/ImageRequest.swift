@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
 /// Requests are equal when their URL, options, processors (by identifier),
-/// key, priority, headers and policies are.
+/// key, priority, headers, policies and cache class are.
 public struct ImageRequest: Sendable, Hashable {
     /// The image's URL (`http`, `https` or `file`).
     public let url: URL
@@ -36,6 +36,13 @@ public struct ImageRequest: Sendable, Hashable {
     /// one URL share a transfer whatever they choose; what any of them asks
     /// for is kept.
     public var diskStorage: DiskStorage?
+    /// The memory-cache class its image is stored in (default
+    /// ``ImageCacheClass/normal``): ``ImageCacheClass/original`` for
+    /// full-size photos, relinquished first; ``ImageCacheClass/thumbnail``
+    /// for a grid's images, kept through a memory-pressure purge. Requests
+    /// that share a decode store its image in the highest class any of them
+    /// asks for.
+    public var cacheClass: ImageCacheClass = .normal
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -82,7 +89,7 @@ extension ImageRequest {
         lhs.url == rhs.url && lhs.options == rhs.options && lhs.cacheKey == rhs.cacheKey
             && lhs.priority == rhs.priority && lhs.headers == rhs.headers && lhs.cachePolicy == rhs.cachePolicy
             && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
-            && lhs.wantsPreviews == rhs.wantsPreviews
+            && lhs.wantsPreviews == rhs.wantsPreviews && lhs.cacheClass == rhs.cacheClass
     }
 
     /// Hashes the URL and the cache key (which names the processors).

@@ -93,6 +93,10 @@ size_t aiv_move_pages(uint8_t *from, size_t size, uint8_t *to, size_t chunk, siz
  * -1 and leaves whatever is there alone. */
 int aiv_map_hole(uint8_t *at, size_t size);
 
+/* Returns free heap memory to the kernel (glibc's malloc_trim(0), which
+ * Swift's Glibc module does not import); 1 when memory was released. */
+int aiv_trim_heap(void);
+
 /* Decode a whole PNG into 8-bit RGBA (straight alpha). Every colour type and
  * bit depth, Adam7, palette with tRNS; 16-bit scaled to 8. No gamma or
  * colour-management transform: sample values are returned as stored.

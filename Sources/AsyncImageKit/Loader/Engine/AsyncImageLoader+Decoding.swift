@@ -91,8 +91,10 @@ extension AsyncImageLoader {
             }
             // Stored before the deliveries are scheduled, and outside the
             // loader's lock (an eviction may release a large image).
-            var stored = state.withLock { _ in job.caches[key] ?? [] }
-            if case .success(let image) = outcome { stored.forEach { $0.setImage(image, for: key) } }
+            var (stored, cacheClass) = state.withLock { _ in
+                (job.caches[key] ?? [], job.requests(for: key).map(\.request.cacheClass).max() ?? .normal)
+            }
+            if case .success(let image) = outcome { stored.forEach { $0.setImage(image, for: key, cacheClass: cacheClass) } }
             let next = mutate { state, effects -> (key: ImageCacheKey, options: DecodingOptions)? in
                 var late: [any ImageCaching] = []
                 if case .success = outcome {
@@ -115,7 +117,7 @@ extension AsyncImageLoader {
                 }
                 // Stored before any delivery below runs.
                 if case .success(let image) = outcome, !late.isEmpty {
-                    effects.append { late.forEach { $0.setImage(image, for: key) } }
+                    effects.append { late.forEach { $0.setImage(image, for: key, cacheClass: cacheClass) } }
                 }
                 // Handed to the disk queue before any delivery is scheduled (it
                 // runs there, never holding up this thread): once a caller has
