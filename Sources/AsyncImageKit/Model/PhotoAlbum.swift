@@ -28,6 +28,9 @@ import Foundation
 /// - ``changes`` (and ``onChange``) report each index's state when a better
 ///   image arrived or the original's size became known.
 /// - ``stopLoading(at:)`` cancels what that index started.
+/// - In the memory cache, thumbnails are ``ImageCacheClass/thumbnail`` and
+///   originals ``ImageCacheClass/original``: originals are evicted first, and
+///   a memory-pressure purge keeps the thumbnails.
 public final class PhotoAlbum: @unchecked Sendable {
     /// One photo: its thumbnail and its original.
     public struct Photo: Sendable, Hashable {
@@ -133,12 +136,16 @@ public final class PhotoAlbum: @unchecked Sendable {
 
     /// The request for index `index`'s thumbnail.
     public func thumbnailRequest(at index: Int, priority: ImagePriority = .normal) -> ImageRequest {
-        ImageRequest(url: photos[index].thumbnailURL, targetSize: thumbnailSize, priority: priority)
+        var request = ImageRequest(url: photos[index].thumbnailURL, targetSize: thumbnailSize, priority: priority)
+        request.cacheClass = .thumbnail  // kept over originals, and through memory pressure
+        return request
     }
 
     /// The request for index `index`'s original.
     public func originalRequest(at index: Int, priority: ImagePriority = .normal) -> ImageRequest {
-        ImageRequest(url: photos[index].originalURL, targetSize: originalDisplaySize, priority: priority)
+        var request = ImageRequest(url: photos[index].originalURL, targetSize: originalDisplaySize, priority: priority)
+        request.cacheClass = .original  // the first to go
+        return request
     }
 
     /// The best image in memory for `index` now (no disk, no network), then

@@ -44,11 +44,22 @@ final class PhotoAlbumTests: XCTestCase {
         let order = h.server.arrivalOrder
         XCTAssertLessThan(order.firstIndex(of: "/img/1.png")!, order.firstIndex(of: "/original-1.jpg")!)
         // Now at once, from memory.
-        let now = album.photo(at: 1)
-        XCTAssertEqual(now.sizeClass, .original)
-        XCTAssertEqual(now.image?.size, PixelSize(width: 640, height: 480))
-        XCTAssertFalse(now.isLoadingBetter)
-        XCTAssertEqual(now.originalSize, PixelSize(width: 640, height: 480))
+        do {
+            let now = album.photo(at: 1)
+            XCTAssertEqual(now.sizeClass, .original)
+            XCTAssertEqual(now.image?.size, PixelSize(width: 640, height: 480))
+            XCTAssertFalse(now.isLoadingBetter)
+            XCTAssertEqual(now.originalSize, PixelSize(width: 640, height: 480))
+        }
+        // A memory-pressure purge gives up the original, keeps the thumbnail
+        // (once nothing holds the original any more: the cache would find it again).
+        changes.value = []
+        album.onChange = nil
+        h.drainDeliveries()
+        h.cache.removeImages(below: .thumbnail)
+        let afterPurge = album.photo(at: 1)
+        XCTAssertEqual(afterPurge.sizeClass, .thumbnail, "originals go first, thumbnails stay")
+        album.stopLoading(at: 1)
     }
 
     /// The original's size is reported while its pixels are still held by
