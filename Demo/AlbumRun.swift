@@ -10,7 +10,9 @@ import LoopbackHTTP
 /// from its header, the original) until the original is in or the page's
 /// time is up, then turns the page (`stopLoading` for the page left behind).
 /// Writes `album.png` (one row per page: what the page showed over time)
-/// and `album.json`.
+/// and `album.json`. Then a progressive JPEG of the album, sent at about
+/// 5 Mbit/s, loaded with previews: `progressive.png` shows each preview and
+/// the final image.
 struct AlbumRun {
     struct Step: Codable {
         /// Seconds since the page was opened.
@@ -35,6 +37,8 @@ struct AlbumRun {
         let thumbnailFirst: Int
         /// Pages whose original's size was known before its pixels.
         let sizeBeforePixels: Int
+        /// Previews of the progressive photo shown before its final image.
+        let previews: Int
         let files: [String]
     }
 
@@ -85,6 +89,9 @@ struct AlbumRun {
         let picture = folder.appendingPathComponent("album.png")
         let reportFile = folder.appendingPathComponent("album.json")
         try Self.picture(pages, shown).writePNG(to: picture)
+        let strip = folder.appendingPathComponent("progressive.png")
+        let (previews, final) = try Self.progressive(loader: loader)
+        try Self.strip(previews, final).writePNG(to: strip)
         let thumbnailFirst = pages.count { page in
             guard let thumb = page.steps.firstIndex(where: { $0.sizeClass == "thumbnail" }),
                 let original = page.steps.firstIndex(where: { $0.sizeClass == "original" })
@@ -96,7 +103,7 @@ struct AlbumRun {
         }
         let report = Report(
             photos: pages.count, pages: pages, thumbnailFirst: thumbnailFirst, sizeBeforePixels: sizeBeforePixels,
-            files: [picture.path, reportFile.path])
+            previews: previews.count, files: [picture.path, strip.path, reportFile.path])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(report)
@@ -105,7 +112,7 @@ struct AlbumRun {
             FileHandle.standardOutput.write(data)
             print()
         } else {
-            print("album: \(pages.count) pages; thumbnail before original on \(thumbnailFirst); original's size known before its pixels on \(sizeBeforePixels)")
+            print("album: \(pages.count) pages; thumbnail before original on \(thumbnailFirst); original's size known before its pixels on \(sizeBeforePixels); \(previews.count) progressive previews before the final image")
             for file in report.files { print("  wrote \(file)") }
         }
     }
@@ -132,6 +139,69 @@ struct AlbumRun {
                     canvas.text(size.uppercased(), x: x, y: y + cellH + 9, scale: 1, color: RGBA(r: 255, g: 200, b: 0))
                 }
             }
+        }
+        return canvas
+    }
+
+    /// A progressive 1600x1200 photo sent at about 5 Mbit/s, loaded at
+    /// 480x360 with previews: the previews (in order) and the final image.
+    /// The server pauses at 40% of the file until the first preview is shown
+    /// (at most 10 s), so the strip has one on any machine, however slow.
+    static func progressive(loader: AsyncImageLoader) throws -> (previews: [Image], final: Image?) {
+        let body = try JPEGEncoder(quality: 90, progressive: true).encode(
+            SyntheticImage.photo(width: 1600, height: 1200, seed: 21))
+        let firstPreview = DispatchSemaphore(value: 0)
+        let server = try LoopbackServer { _, connection in
+            guard connection.write("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nContent-Type: image/jpeg\r\n\r\n")
+            else { return }
+            let piece = 8 * 1024
+            var offset = 0
+            var paused = false
+            while offset < body.count {
+                if !paused, offset >= body.count * 2 / 5 {
+                    paused = true
+                    _ = firstPreview.wait(timeout: .now() + 10)
+                }
+                let end = min(body.count, offset + piece)
+                guard connection.write(body.subdata(in: offset..<end)) else { return }
+                offset = end
+                usleep(12_000)  // 8 KB every 12 ms: about 5 Mbit/s
+            }
+        }
+        defer { server.stop() }
+        var request = ImageRequest(url: server.url("/progressive.jpg"), targetSize: PixelSize(width: 480, height: 360))
+        request.wantsPreviews = true
+        let previews = Locked<[Image]>([])
+        let final = Locked<Image?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = loader.loadImage(
+            request, success: ImageAction("final") { _, image, _ in
+                final.withLock { $0 = image }
+                done.signal()
+            },
+            failure: ImageFailureAction("final") { _, _, _ in done.signal() })
+        task.onPreview { image in
+            let first = previews.withLock { list -> Bool in
+                list.append(image)
+                return list.count == 1
+            }
+            if first { firstPreview.signal() }
+        }
+        _ = done.wait(timeout: .now() + 30)
+        return (previews.withLock { $0 }, final.withLock { $0 })
+    }
+
+    /// The previews, then the final image, side by side.
+    static func strip(_ previews: [Image], _ final: Image?) -> Canvas {
+        let (cellW, cellH, gap, label) = (240, 180, 8, 12)
+        let cells: [(String, Image?)] = previews.enumerated().map { ("PREVIEW \($0 + 1)", $1) } + [("FINAL", final)]
+        var canvas = Canvas(
+            width: gap + cells.count * (cellW + gap), height: gap + cellH + label + gap, background: RGBA(r: 24, g: 24, b: 28))
+        for (index, cell) in cells.enumerated() {
+            let x = gap + index * (cellW + gap)
+            canvas.fill(x: x, y: gap, width: cellW, height: cellH, color: RGBA(r: 60, g: 60, b: 66))
+            if let image = cell.1 { canvas.draw(image, x: x, y: gap, width: cellW, height: cellH) }
+            canvas.text(cell.0, x: x, y: gap + cellH + 3, scale: 1, color: RGBA(r: 220, g: 220, b: 220))
         }
         return canvas
     }

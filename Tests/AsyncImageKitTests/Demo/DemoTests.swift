@@ -479,6 +479,7 @@ final class DemoTests: XCTestCase {
         let pages: [Page]
         let thumbnailFirst: Int
         let sizeBeforePixels: Int
+        let previews: Int
     }
 
     /// `album`: every page ends with its original; none shows the original
@@ -495,6 +496,8 @@ final class DemoTests: XCTestCase {
             XCTAssertEqual(classes, classes.sorted { rank($0) < rank($1) }, "never worse over time: \(classes)")
         }
         XCTAssertGreaterThan(report.thumbnailFirst, 0)
+        XCTAssertGreaterThan(report.previews, 0, "the progressive photo showed previews before its final image")
+        XCTAssertEqual(try png("progressive.png").width, 8 + (report.previews + 1) * (240 + 8))
         let picture = try png("album.png")
         XCTAssertEqual(picture.height, 8 + 4 * (120 + 18 + 8))
     }
