@@ -217,7 +217,7 @@ public final class PhotoAlbum: @unchecked Sendable {
         let show = ImageAction("album", response: { [weak self] target, response in
             guard let self, let slot = target as? Slot else { return }
             let sizeClass: SizeClass = response.url == self.photos[index].originalURL ? .original : .thumbnail
-            self.delivered(index, slot, sizeClass)
+            self.delivered(index, slot, sizeClass, response.image)
         })
         var thumbnailTask: ImageTask?
         if !hasThumbnail {
@@ -227,6 +227,9 @@ public final class PhotoAlbum: @unchecked Sendable {
         fields.withLock { _ in
             slot.thumbnailTask = thumbnailTask
             slot.originalTask = originalTask
+            // What memory holds now is the best so far (an original purged
+            // since it was delivered is reported again when it comes back).
+            slot.best = hasThumbnail ? .thumbnail : .none
         }
         // The original's size from the first bytes of its transfer, or from disk.
         originalTask.onFileProperties { [weak self] properties in
@@ -240,14 +243,18 @@ public final class PhotoAlbum: @unchecked Sendable {
         }
     }
 
-    /// A better image for `index` arrived (on the delivery queue).
-    private func delivered(_ index: Int, _ slot: Slot, _ sizeClass: SizeClass) {
-        let better = fields.withLock { _ -> Bool in
-            guard sizeClass > slot.best else { return false }
+    /// A better image for `index` arrived (on the delivery queue): reported
+    /// as delivered, whatever the memory cache kept of it.
+    private func delivered(_ index: Int, _ slot: Slot, _ sizeClass: SizeClass, _ image: Image) {
+        let state = fields.withLock { _ -> PhotoState? in
+            guard sizeClass > slot.best else { return nil }
             slot.best = sizeClass
-            return true
+            let loading = sizeClass < .original && slot.originalTask?.state == .running
+            let originalSize = sizeClass == .original ? image.originalSize : slot.originalSize
+            return PhotoState(
+                index: index, image: image, sizeClass: sizeClass, isLoadingBetter: loading, originalSize: originalSize)
         }
-        if better { tell(current(index)) }
+        if let state { tell(state) }
     }
 
     private func tell(_ state: PhotoState) {

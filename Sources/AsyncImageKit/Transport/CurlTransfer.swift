@@ -220,11 +220,31 @@ final class CurlTransfer: @unchecked Sendable {
                 body.reserveCapacity(Int(min(length, curl_off_t(configuration.maxBodySize))))
             }
             if observer.progress != nil { expectedLength = expectedBodyLength() }
+            reportResponseHead()
         }
         body.append(bytes.assumingMemoryBound(to: UInt8.self), count: count)
         reportProgress(body.count, expected: expectedLength)
         reportBodyStart()
         return count
+    }
+
+    /// Gives the observer the response's head, before its first body byte (loop thread).
+    private func reportResponseHead() {
+        guard let handler = observer.responseHead, let easy else { return }
+        var status = 0
+        _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var finalURL = url
+        var text: UnsafeMutablePointer<CChar>?
+        if aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
+            let effective = URL(string: String(cString: text))
+        {
+            finalURL = effective
+        }
+        let head = ResponseHead(statusCode: status, headers: responseHeaders, finalURL: finalURL)
+        observerLock.lock()
+        defer { observerLock.unlock() }
+        guard !isCancelled else { return }
+        handler(head)
     }
 
     /// Shows the body so far to the observer's `bodyStart` (loop thread),

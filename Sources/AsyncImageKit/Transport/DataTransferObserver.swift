@@ -74,6 +74,11 @@ public struct DataTransferObserver: Sendable {
     /// How many body bytes ``bodyStart`` sees at most (default 1 MiB).
     public var bodyStartLimit = 1 << 20
 
+    /// The response's head, once, before the first body byte: its status,
+    /// its headers (names lowercased) and the URL it came from after
+    /// redirects. Same thread and rules as ``progress``.
+    public var responseHead: (@Sendable (ResponseHead) -> Void)?
+
     /// An observer; with no handlers it observes nothing.
     public init(
         progress: (@Sendable (_ received: Int, _ expected: Int?) -> Void)? = nil,
@@ -168,5 +173,22 @@ public struct ContentRange: Sendable, Hashable {
             total = length
         }
         self.init(first: first, last: last, total: total)
+    }
+}
+
+/// A response's head as a transfer receives it (see ``DataTransferObserver/responseHead``).
+public struct ResponseHead: Sendable {
+    /// The HTTP status.
+    public let statusCode: Int
+    /// The headers, names lowercased, repeated ones joined with ", ".
+    public let headers: [String: String]
+    /// The URL the response came from, after redirects.
+    public let finalURL: URL
+
+    /// A head.
+    public init(statusCode: Int, headers: [String: String], finalURL: URL) {
+        self.statusCode = statusCode
+        self.headers = headers
+        self.finalURL = finalURL
     }
 }

@@ -151,10 +151,29 @@ final class ProgressivePreviewTests: XCTestCase {
     /// are reported, and the image matches a decode of the whole file
     /// (PSNR printed).
     func testATransferEndsAtTheDCCoefficientsAtOneEighthScale() throws {
+        try endsAtTheDC(withDecoySegment: false)
+    }
+
+    /// An APP segment whose payload holds bytes that look like scans (an
+    /// EXIF thumbnail's `FF DA`, say) is skipped: the scans counted are the
+    /// file's own.
+    func testScanLookalikesInAHeaderSegmentAreNotScans() throws {
+        try endsAtTheDC(withDecoySegment: true)
+    }
+
+    private func endsAtTheDC(withDecoySegment decoy: Bool) throws {
         let h = try LoaderHarness()
-        let big = try JPEGEncoder(quality: 90, progressive: true).encode(SyntheticImage.photo(width: 1600, height: 1200, seed: 4))
-        let bytes = [UInt8](big)
-        let starts = (1..<bytes.count).filter { bytes[$0 - 1] == 0xFF && bytes[$0] == 0xDA }.map { $0 - 1 }
+        var big = try JPEGEncoder(quality: 90, progressive: true).encode(SyntheticImage.photo(width: 1600, height: 1200, seed: 4))
+        let original = [UInt8](big)
+        // The real scans' offsets (in the file before any decoy segment).
+        var starts = (1..<original.count).filter { original[$0 - 1] == 0xFF && original[$0] == 0xDA }.map { $0 - 1 }
+        if decoy {
+            // A fake DC scan header for components 1, 2 and 3 (Ss=0, Se=0, Al=0), then a second one.
+            let fake: [UInt8] = [0xFF, 0xDA, 0x00, 0x0C, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x00, 0x00, 0x00]
+            let payload = Array("decoy".utf8) + fake + fake
+            big = EXIFBuilder.insertingSegments([(0xE5, payload)], into: big)
+            starts = starts.map { $0 + 4 + payload.count }
+        }
         let resource = RangeResource(body: big, contentType: "image/jpeg")
         let url = h.server.serve("/big-progressive.jpg", resource: resource)
         let gate = Gate()
@@ -171,6 +190,8 @@ final class ProgressivePreviewTests: XCTestCase {
         wait(for: [done], timeout: 15)
         let answer = try XCTUnwrap(response.value)
         let early = try XCTUnwrap(answer.earlyEnd, "the transfer ended early")
+        XCTAssertEqual(answer.http?.statusCode, 200, "the response's own head")
+        XCTAssertEqual(answer.http?.headers["etag"], resource.etag)
         XCTAssertEqual(early.receivedBytes, starts[1])
         XCTAssertEqual(early.totalBytes, big.count)
         XCTAssertEqual(early.savedBytes, big.count - starts[1])

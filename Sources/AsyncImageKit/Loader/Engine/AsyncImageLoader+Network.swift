@@ -45,6 +45,7 @@ extension AsyncImageLoader {
         // A progressive JPEG's scans, watched for previews and for the end
         // of its DC coefficients (all a 1/8-scale decode reads).
         let expected = Locked<Int?>(nil)
+        let head = Locked<ResponseHead?>(nil)
         var onPreview: (@Sendable (Data) -> Void)?
         if let plan = transfer.previews {
             onPreview = { [weak self] prefix in
@@ -56,14 +57,15 @@ extension AsyncImageLoader {
         if transfer.watchesDC {
             onDC = { [weak self] prefix in
                 guard let self else { return }
-                let total = expected.withLock { $0 }
-                self.timerQueue.async { self.endAtDC(job, handle, prefix, total: total) }
+                let (total, responseHead) = (expected.withLock { $0 }, head.withLock { $0 })
+                self.timerQueue.async { self.endAtDC(job, handle, prefix, total: total, head: responseHead) }
             }
         }
         let watcher: PreviewWatcher? =
             onPreview == nil && onDC == nil ? nil : PreviewWatcher(preview: onPreview, dcComplete: onDC)
         if watcher != nil {
             observer.progress = { _, total in expected.withLock { $0 = total } }
+            observer.responseHead = { received in head.withLock { $0 = received } }
         }
         let probed = Locked(false)  // transport thread only; a lock for Sendable
         observer.bodyStartLimit = watcher == nil ? DataTransferObserver().bodyStartLimit : Int.max
@@ -78,7 +80,6 @@ extension AsyncImageLoader {
                         self.timerQueue.async { self.propertiesKnown(job, properties) }
                         // Scans only for a progressive JPEG.
                         guard let coding = properties.jpeg, coding.process == .progressive else { return false }
-                        watcher?.componentCount = coding.componentCount
                     } else {
                         wantsMore = true
                     }

@@ -25,18 +25,20 @@ final class PreviewWatcher: @unchecked Sendable {
     static let minimumInterval = 0.15
 
     /// Transport thread only.
+    /// Bytes looked at so far; 0 until the first scan was found by walking
+    /// the segments before it (their payloads, EXIF thumbnails among them,
+    /// may hold any bytes).
     private var scanned = 0
     private var scans = 0
     private var made = 0
     private var lastTime = -Double.infinity
     private let preview: (@Sendable (Data) -> Void)?
     private let dcComplete: (@Sendable (Data) -> Void)?
-    /// The frame's component count (from the header probe); 0 until known.
-    var componentCount = 0
+    /// The frame's component ids (from its SOF).
+    private var componentIDs: Set<UInt8> = []
     private var dcDone: Set<UInt8> = []
-    /// The DC became complete with the scan that started here (the next
-    /// scan's start ends it).
-    private var dcCompletedByScanAt: Int?
+    /// The DC became complete with a scan (the next scan's start ends it).
+    private var dcCompleted = false
     private var reportedDC = false
 
     /// `preview` is called with the body up to the start of a scan; `dcComplete`
@@ -55,7 +57,11 @@ final class PreviewWatcher: @unchecked Sendable {
         guard wantsMore else { return false }
         body.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
-            var index = max(1, scanned)
+            if scanned == 0 {
+                guard let first = firstScan(in: bytes) else { return }
+                scanned = first + 1
+            }
+            var index = scanned
             while index < bytes.count {
                 if bytes[index] == 0xDA, bytes[index - 1] == 0xFF {
                     // A scan's header may not be all here yet: look again next time.
@@ -68,15 +74,40 @@ final class PreviewWatcher: @unchecked Sendable {
         return wantsMore
     }
 
+    /// Walks the segments from the start of the file to the first SOS (its
+    /// offset), reading the frame's component ids on the way; nil while
+    /// they have not all arrived.
+    private func firstScan(in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        var offset = 2
+        while offset + 4 <= bytes.count {
+            guard bytes[offset] == 0xFF else { return nil }
+            let marker = bytes[offset + 1]
+            if marker == 0xFF { offset += 1; continue }
+            if marker == 0xDA { return offset }
+            if marker == 0x01 || (0xD0...0xD9).contains(marker) { offset += 2; continue }
+            let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            guard length >= 2, offset + 2 + length <= bytes.count else { return nil }
+            if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC, length >= 8 {
+                let count = Int(bytes[offset + 9])
+                for component in 0..<count where offset + 10 + 3 * component < offset + 2 + length {
+                    componentIDs.insert(bytes[offset + 10 + 3 * component])
+                }
+            }
+            offset += 2 + length
+        }
+        return nil
+    }
+
     /// A scan starts at `start` (its `FF DA`); false when its header is not all in.
     private func scanStarted(at start: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard start + 4 < bytes.count else { return false }
         let length = Int(bytes[start + 2]) << 8 | Int(bytes[start + 3])
-        guard length >= 6, start + 2 + length <= bytes.count else { return false }
+        guard length >= 6 else { return true }  // not a scan header: skipped
+        guard start + 2 + length <= bytes.count else { return false }
         scans += 1
         let prefix = { Data(bytes[..<start]) }
         // What completes here: the scans before this one.
-        if let dcComplete, !reportedDC, dcCompletedByScanAt != nil {
+        if let dcComplete, !reportedDC, dcCompleted {
             reportedDC = true
             dcComplete(prefix())
         }
@@ -86,16 +117,16 @@ final class PreviewWatcher: @unchecked Sendable {
             lastTime = now
             preview(prefix())
         }
-        // This scan: does it complete the DC of its components?
+        // This scan: does it bring the DC of its components to within a bit?
         let count = Int(bytes[start + 4])
         guard count >= 1, 5 + 2 * count + 3 <= length + 2 else { return true }
         let spectral = start + 5 + 2 * count
         let (ss, se, approximation) = (bytes[spectral], bytes[spectral + 1], bytes[spectral + 2])
         if ss == 0, se == 0, approximation & 0x0F <= 1 {
-            for component in 0..<count { dcDone.insert(bytes[start + 5 + 2 * component]) }
-            if componentCount > 0, dcDone.count >= componentCount, dcCompletedByScanAt == nil {
-                dcCompletedByScanAt = start
+            for component in 0..<count where componentIDs.contains(bytes[start + 5 + 2 * component]) {
+                dcDone.insert(bytes[start + 5 + 2 * component])
             }
+            if !componentIDs.isEmpty, dcDone == componentIDs { dcCompleted = true }
         }
         return true
     }
@@ -122,7 +153,10 @@ extension AsyncImageLoader {
             let queue = state.deliveryQueue
             for record in job.orderedRequests where record.request.wantsPreviews && !record.previewHandlers.isEmpty {
                 // On the delivery queue, checked again there: an outcome
-                // scheduled before it wins (the queue is serial).
+                // scheduled before it wins (the queue is serial). (A request
+                // of the async API, whose outcome does not pass that queue,
+                // may still see a preview after it: ImageModel, the only one
+                // that asks, drops a preview once it has its image.)
                 effects.append {
                     queue.async {
                         let handlers = self.state.withLock { _ in record.state == .pending ? record.previewHandlers : [] }
@@ -142,21 +176,26 @@ extension AsyncImageLoader {
     /// rounded up, on both sides (the decoder picks the smallest scale whose
     /// output still covers it).
     static func decodesFromDCAlone(_ job: LoadJob, source: PixelSize) -> Bool {
+        !job.requests.isEmpty && job.orderedRequests.allSatisfy { decodesFromDCAlone($0.request, source: source) }
+    }
+
+    /// Whether `request` is decoded at 1/8 scale from a source of `source` pixels.
+    static func decodesFromDCAlone(_ request: ImageRequest, source: PixelSize) -> Bool {
+        guard request.options.targetSize != nil else { return false }
         let eighth = PixelSize(width: (source.width + 7) / 8, height: (source.height + 7) / 8)
-        return !job.requests.isEmpty && job.orderedRequests.allSatisfy { record in
-            guard record.request.options.targetSize != nil else { return false }
-            let natural = record.request.options.naturalSize(for: source)
-            return natural.width <= eighth.width && natural.height <= eighth.height
-        }
+        let natural = request.options.naturalSize(for: source)
+        return natural.width <= eighth.width && natural.height <= eighth.height
     }
 
     /// The DC coefficients of `job`'s progressive JPEG are all in `prefix`:
     /// if every request still decodes at 1/8 scale, the transfer ends here
     /// (cancelled; what arrived is kept to resume) and the decode reads the
     /// prefix. On the timer queue.
-    func endAtDC(_ job: LoadJob, _ handle: TransferHandle, _ prefix: Data, total: Int?) {
+    func endAtDC(_ job: LoadJob, _ handle: TransferHandle, _ prefix: Data, total: Int?, head: ResponseHead?) {
         let proceed = mutate { state, effects -> Bool in
-            guard case .loading(let current) = job.phase, current === handle,
+            // Set under the lock: from here a request that needs more than the
+            // DC goes to a job of its own (`LoadJob.canServe`).
+            guard case .loading(let current) = job.phase, current === handle, let head, head.statusCode == 200,
                 let source = job.fileProperties?.uprightPixelSize,
                 Self.decodesFromDCAlone(job, source: source)
             else { return false }
@@ -166,8 +205,12 @@ extension AsyncImageLoader {
         guard proceed else { return }
         // The task's completion, if it comes anyway, finds the job decoding and is dropped.
         handle.cancel()
-        transferFinished(
-            job, handle, .success(DataResponse(url: job.url, statusCode: 200, contentType: "image/jpeg", data: prefix)),
-            endedEarly: true)
+        // The response's own status, headers and final URL: what may be
+        // stored (no-store, Vary) and its validators are the server's.
+        guard let head else { return }
+        let response = DataResponse(
+            url: job.url, finalURL: head.finalURL, statusCode: head.statusCode, contentType: head.headers["content-type"],
+            data: prefix, headers: head.headers)
+        transferFinished(job, handle, .success(response), endedEarly: true)
     }
 }

@@ -142,7 +142,13 @@ final class LoadJob: @unchecked Sendable {
     /// Whether it can serve `record`: it has (or may yet get) a body, or a
     /// stored image of the record's size.
     func canServe(_ record: LoadRequest) -> Bool {
-        hasBody || storedImages[record.request.cacheKey.processing] != nil
+        // A transfer ended at the DC coefficients serves 1/8-scale decodes only.
+        if earlyEnd != nil {
+            guard let source = fileProperties?.uprightPixelSize,
+                AsyncImageLoader.decodesFromDCAlone(record.request, source: source)
+            else { return false }
+        }
+        return hasBody || storedImages[record.request.cacheKey.processing] != nil
     }
 
     /// The processings its requests ask for (not full size), each once.
