@@ -24,12 +24,14 @@ import Logging
 ///      ▼                                                               │
 ///  transfer queue (TransferQueue): priority, then LIFO by lane;        │
 ///      ▼          concurrentLoads slots; prefetch cap                  │
-///  transport (DataLoading: libcurl, file) ──failure───────────────┐    │
-///      ▼                                                          │    │
-///  decode scheduler: one decoder per core, most urgent body first │    │
-///      ▼          (ImageDecoderRegistry, once per display size)   │    │
-///  cache store (ImageCaching: each request's own cache)           │    │
-///      ▼                                                          ▼    ▼
+///  disk stage (+Disk, ImageDiskStore): headers entry, then stored      │
+///      ▼          thumbnails or the body; fresh, stale, or a miss      │
+///  network (+Network, DataLoading): validators, Range, header probe, ──┼─┐
+///      ▼          progressive previews, an early end at the DC scans   │ │
+///  decode scheduler: one decoder per core, most urgent body first;     │ │
+///      ▼          decode (registry) or stored thumbnail, processors    │ │
+///  cache store (ImageCaching, by class) and disk writes (their queue)  │ │ failure
+///      ▼                                                               ▼ ▼
 ///  delivery: async API at once; else the delivery queue: notification,
 ///            then action; the lane's earlier requests are superseded
 /// ```
