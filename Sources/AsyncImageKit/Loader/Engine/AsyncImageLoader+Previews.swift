@@ -147,6 +147,8 @@ extension AsyncImageLoader {
     /// On the decode queue: a preview from `prefix`; delivered if the job
     /// is still transferring (never after its body is in).
     func makePreview(_ job: LoadJob, _ prefix: Data, _ plan: (options: DecodingOptions, processors: [any ImageProcessing])) {
+        // Optional work: skipped while every decoder is busy with final images.
+        guard state.withLock({ $0.decoding < $0.decoders }) else { return }
         guard let image = try? plan.processors.apply(to: decoders.decode(prefix, options: plan.options)) else { return }
         mutate { state, effects in
             guard case .loading = job.phase else { return }
