@@ -84,7 +84,9 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
     /// most three, after its first scan and at least 150 ms apart, decoded
     /// at the request's display size with its processors, on the loader's
     /// delivery queue. A preview never comes after the request's outcome,
-    /// and is never cached. Add it right after making the request.
+    /// and is never cached. Previews are optional work: one is skipped while
+    /// every decoder is busy with final images. Add the handler right after
+    /// making the request.
     public func onPreview(_ handler: @escaping @Sendable (Image) -> Void) {
         guarded.withLock { _ in
             if record.state == .pending { record.previewHandlers.append(handler) }
