@@ -164,12 +164,14 @@ public final class PhotoAlbum: @unchecked Sendable {
 
     /// Cancels what `index` started (it left the screen).
     public func stopLoading(at index: Int) {
-        let tasks = fields.withLock { fields -> [ImageTask] in
-            guard let slot = fields.slots[index] else { return [] }
-            defer { (slot.thumbnailTask, slot.originalTask) = (nil, nil) }
-            return [slot.thumbnailTask, slot.originalTask].compactMap { $0 }
+        let slot = fields.withLock { fields -> Slot? in
+            guard let slot = fields.slots[index] else { return nil }
+            (slot.thumbnailTask, slot.originalTask) = (nil, nil)
+            return slot
         }
-        tasks.forEach { $0.cancel() }
+        // Both in one step (the slot is their target): cancelling the running
+        // thumbnail first would free its transfer slot for the queued original.
+        if let slot { loader.cancelLoadingImages(target: slot) }
     }
 
     // MARK: Internals
