@@ -83,6 +83,15 @@ struct AlbumRun {
             shown.append(taken.map(\.1))
         }
         delivery.sync {}
+        // Let the prefetches still running finish (previews are skipped while
+        // every decoder is busy), then the progressive photo.
+        for index in album.photos.indices { album.stopLoading(at: index) }
+        let deadline = ProcessInfo.processInfo.systemUptime + 30
+        while ProcessInfo.processInfo.systemUptime < deadline {
+            let activity = loader.activity
+            if activity.pendingRequests == 0 && activity.inFlight == 0 && activity.decoding == 0 { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
 
         let folder = URL(fileURLWithPath: output)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
