@@ -19,15 +19,15 @@ extension AsyncImageLoader {
             // The async API: decided now, under the lock, so a task cancelled
             // from here on still gets this outcome and the notification is
             // posted; a task cancelled before this point posts nothing.
+            let response = outcome.map { record.response($0) }
+            // Prefetches post nothing; the prefetcher hears of its request
+            // before the `.delivered` event does (an observer of events then
+            // finds the prefetcher done with it).
+            if record.isPrefetch { effects.append { completion(response) } }
             markDelivered(record, outcome, &state, &effects)
             let callbacks = record.takeCallbacks()
             effects.append { withExtendedLifetime(callbacks) {} }
-            // Prefetches post nothing.
-            let response = outcome.map { record.response($0) }
-            guard !record.isPrefetch else {
-                effects.append { completion(response) }
-                return
-            }
+            guard !record.isPrefetch else { return }
             let post = notification(for: record, outcome, heldIn, target: nil, &state)
             let queue = state.deliveryQueue
             let watched = watch(queue, &state, &effects)
