@@ -159,16 +159,7 @@ final class DataCacheTests: XCTestCase {
     func testProcessesShareAFolder() throws {
         let limits = DataCache.Limits(sizeLimit: 80_000, countLimit: 30)
         let workers = try (0..<2).map { index -> Process in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["AsyncImageKitTests.DataCacheTests/testWorker"]
-            var environment = ProcessInfo.processInfo.environment
-            environment["DATACACHE_WORKER"] = "\(folder.path)|\(index)"
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+            try startWorker("DataCacheTests/testWorker", "DATACACHE_WORKER", "\(folder.path)|\(index)")
         }
         let bad = try Self.work(in: folder, seed: 7, limits: limits)
         workers.forEach { $0.waitUntilExit() }

@@ -218,15 +218,8 @@ final class ProcessedDiskTests: XCTestCase {
     func testWhatAnotherProcessStoredIsHereAfterItExits() throws {
         let h = try LoaderHarness()
         let url = servePhoto(h)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["AsyncImageKitTests.ProcessedDiskTests/testLoaderWorker"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["LOADER_WORKER"] = "\(folder.path)|\(url.absoluteString)"
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try startWorker(
+            "ProcessedDiskTests/testLoaderWorker", "LOADER_WORKER", "\(folder.path)|\(url.absoluteString)")
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0, "the worker loaded and stored")
         XCTAssertEqual(h.server.requestCount(url), 1)

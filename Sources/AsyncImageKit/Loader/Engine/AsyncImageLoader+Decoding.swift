@@ -41,8 +41,9 @@ extension AsyncImageLoader {
         var options = options
         // The last decode: sizes that differ only by their processors share it.
         var decoded: (options: DecodingOptions, image: Image)?
-        // What the file says about itself, read from its headers once.
-        var properties: ImageFileProperties??
+        // What the file says about itself: the header probe's (or the
+        // transfer stage's) reading, else read from the body here, once.
+        var properties: ImageFileProperties?? = state.withLock { _ in job.fileProperties.map { .some($0) } }
         while true {
             let url = job.url
             let (storedImage, hasBody, processors, endedEarly) = state.withLock { _ in

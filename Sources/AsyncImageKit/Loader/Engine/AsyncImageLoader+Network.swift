@@ -75,6 +75,8 @@ extension AsyncImageLoader {
                 guard let self else { return false }
                 var wantsMore = false
                 if !probed.withLock({ $0 }) {
+                    // Not an image format at all: nothing to probe or watch.
+                    if start.count >= 16, ImageFormat.sniff(start) == nil { return false }
                     if let properties = ImageFileProperties(data: start) {
                         probed.withLock { $0 = true }
                         self.timerQueue.async { self.propertiesKnown(job, properties) }
