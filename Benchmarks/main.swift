@@ -8,6 +8,7 @@ import Foundation
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench resize | cache
 ///     .build/release/asyncimage-bench disk [--count N] [--entries N] [--large]
+///     .build/release/asyncimage-bench thumbnails [--count N] [--runs R] [--peers vips,vips-each,magick,pillow]
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
 /// `disk`: the disk cache: cold loads, warm disk hits and 304 revalidations
@@ -16,6 +17,9 @@ import Foundation
 /// HTTP, at several concurrency levels, full size and display size, each run
 /// in a child process so peak memory is its own; plus memory-cache hits.
 /// (`serve` and `run-one` are the child processes `loader` starts.)
+/// `thumbnails`: 12-MP files to 256x256 thumbnails through `file://` URLs,
+/// against vipsthumbnail, ImageMagick and Pillow, and against libjpeg-turbo's
+/// own scaled decode of the same files (the floor). (`thumb-one` is its child.)
 /// `scale`: the loader's cost per call against the number of pending requests
 /// (N = 1k to 1M, queued behind a transfer the loopback server holds): enqueue,
 /// `url(for:)`, cancelling by URL, target and action, on one target or N; ns
@@ -39,11 +43,15 @@ case "disk":
     try runDiskBenchmark(parseDiskOptions(arguments.dropFirst()))
 case "progressive":
     try runProgressiveBenchmark(arguments.dropFirst())
+case "thumbnails":
+    try runThumbnailBenchmark(arguments.dropFirst())
+case "thumb-one":
+    try thumbnailOne(Array(arguments.dropFirst()))
 case "serve":
     try serveFolder(Array(arguments.dropFirst()))
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }
