@@ -227,6 +227,20 @@ extension AsyncImageLoader {
         set { replace(\.requestModifier, with: newValue) }
     }
 
+    /// The most requests pending at once (see ``Configuration/maxPendingRequests``).
+    /// A change affects requests made later; none pending is cancelled.
+    public var maxPendingRequests: Int {
+        get { state.withLock { $0.maxPendingRequests } }
+        set { state.withLock { $0.maxPendingRequests = newValue } }
+    }
+
+    /// Which URLs and addresses the loader may reach (see ``Configuration/urlPolicy``).
+    /// A change affects requests made later, and transfers started later.
+    public var urlPolicy: URLPolicy {
+        get { state.withLock { $0.urlPolicy } }
+        set { replace(\.urlPolicy, with: newValue) }
+    }
+
     /// Where the loader logs (see ``Configuration/logger``; silent by default).
     public var logger: Logger {
         get { state.withLock { $0.logger } }

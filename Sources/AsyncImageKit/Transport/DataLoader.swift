@@ -52,7 +52,8 @@ public final class DataLoader: Sendable {
     /// Starts loading `url`. The handler runs exactly once, on
     /// ``completionQueue``, unless the task is cancelled first.
     ///
-    /// An unsupported scheme or a URL without a host fails at once (on the
+    /// An unsupported scheme, a URL without a host, or one the configuration's
+    /// ``TransportConfiguration/urlPolicy`` refuses fails at once (on the
     /// completion queue) without touching the network.
     ///
     /// A request with a `Range` header asks for the body unencoded
@@ -71,7 +72,7 @@ public final class DataLoader: Sendable {
         let transfer = CurlTransfer(
             url: url, configuration: configuration, headers: headers, observer: observer,
             completionQueue: completionQueue, completion: completion)
-        if let error = Self.validate(url) {
+        if let error = Self.validate(url, policy: configuration.urlPolicy) {
             transfer.deliver(.failure(error))
         } else if url.scheme?.lowercased() == "file" {
             FileReader.start(transfer)
@@ -92,12 +93,13 @@ public final class DataLoader: Sendable {
     }
 
     /// Why `url` cannot be loaded, or nil.
-    static func validate(_ url: URL) -> AsyncImageError? {
+    static func validate(_ url: URL, policy: URLPolicy) -> AsyncImageError? {
         guard let scheme = url.scheme?.lowercased(), supportedSchemes.contains(scheme) else {
             return .unsupportedScheme(url)
         }
         if scheme != "file", (url.host ?? "").isEmpty { return .invalidURL(url.absoluteString) }
         if scheme == "file", url.path.isEmpty { return .invalidURL(url.absoluteString) }
+        if let reason = policy.refusal(for: url) { return .refused(url, reason: reason) }
         return nil
     }
 }
