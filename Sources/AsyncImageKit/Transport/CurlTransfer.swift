@@ -465,23 +465,24 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: The URL policy (loop thread)
 
-    /// Why the policy refuses the URL being requested now (a redirect hop's
-    /// once libcurl follows it), or nil.
-    private func hopRefusal() -> String? {
-        guard let easy else { return nil }
+    /// Why the policy refuses the request about to be made (the first, or
+    /// a redirect hop once libcurl follows it): its URL, or then the
+    /// address it connects to (nil: not an IPv4 or IPv6 address). Nil when allowed.
+    private func refusal(connectingTo address: IPAddress?) -> String? {
+        let policy = configuration.urlPolicy
+        var hop = url
         var text: UnsafeMutablePointer<CChar>?
-        guard aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
-            let hop = URL(string: String(cString: text))
-        else { return nil }
-        guard let reason = configuration.urlPolicy.refusal(for: hop) else { return nil }
+        if let easy, aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
+            let effective = URL(string: String(cString: text))
+        {
+            hop = effective
+        }
+        var reason = policy.refusal(for: hop)
+        if reason == nil, policy.checksAddresses {
+            reason = address.map(policy.refusal(for:)) ?? "an address that is neither IPv4 nor IPv6"
+        }
+        guard let reason else { return nil }
         return hop == url ? reason : "redirect to \(hop.absoluteString): \(reason)"
-    }
-
-    /// Why the policy refuses `address` (text, as libcurl gives it) for the
-    /// URL being requested now, or nil.
-    private func addressRefusal(_ address: IPAddress?) -> String? {
-        guard let address else { return "an address that is neither IPv4 nor IPv6" }
-        return configuration.urlPolicy.refusal(for: address)
     }
 
     /// libcurl is about to open a socket to `address`: the socket, or none
@@ -498,7 +499,7 @@ final class CurlTransfer: @unchecked Sendable {
             let offset = MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
             resolved = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: raw + offset, count: 16)))
         }
-        if let reason = hopRefusal() ?? addressRefusal(resolved) {
+        if let reason = refusal(connectingTo: resolved) {
             refusal = reason
             return CURL_SOCKET_BAD
         }
@@ -508,7 +509,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// libcurl is about to send a request on a connection to `address`
     /// (new or reused): whether the policy lets it.
     func prerequest(_ address: String) -> Bool {
-        if let reason = hopRefusal() ?? addressRefusal(IPAddress(address)) {
+        if let reason = refusal(connectingTo: IPAddress(address)) {
             refusal = reason
             return false
         }
