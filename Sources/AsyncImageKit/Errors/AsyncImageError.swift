@@ -144,9 +144,10 @@ public struct DecodingFailure: Sendable, Hashable, CustomStringConvertible {
     public let stage: Stage
     /// What was wrong, in the codec library's words where it gave any.
     public let reason: String
-    /// Whether the pixel limit (``DecodingOptions/maxPixels``) refused the
-    /// image, rather than another limit (a JPEG's scan count): a request
-    /// with a higher limit that shares the body is then decoded again.
+    /// Whether the pixel or frame limit (``DecodingOptions/maxPixels``,
+    /// ``DecodingOptions/maxFrames``) refused the image, rather than another
+    /// limit (a JPEG's scan count): a request with a higher limit that
+    /// shares the body is then decoded again.
     let isPixelLimit: Bool
 
     /// Creates a failure.

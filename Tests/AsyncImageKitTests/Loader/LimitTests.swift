@@ -173,7 +173,7 @@ final class LimitTests: XCTestCase {
         await assertLoads(loader, server.url("/png"))
     }
 
-    // MARK: Pixels
+    // MARK: Pixels and frames
 
     /// `ImageRequest`'s `maxPixels` (`DecodingOptions.maxPixels`) through the
     /// loader: exactly the image's pixels loads, one fewer fails at stage
@@ -192,6 +192,35 @@ final class LimitTests: XCTestCase {
             XCTAssertEqual(failedURL, url)
         }
         await assertLoads(loader, url)
+    }
+
+    /// `ImageRequest`'s `maxFrames` (`DecodingOptions.maxFrames`) through
+    /// the loader: requests for one animated GIF with the limit at its
+    /// frame count, and one under it, share the transfer; each gets its own outcome.
+    func testFrameLimitPerRequestAtItsEdge() async throws {
+        let frames = (0..<3).map { n in GIFFrameSpec.filled(UInt8(n % 2), width: 2, height: 2) }
+        let gif = try GIFWriter.encode(
+            width: 2, height: 2, globalPalette: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 255, g: 255, b: 255)], frames: frames)
+        let images = try ImageServer()
+        defer { images.stop() }
+        images.serve("/anim.gif", gif)
+        let url = images.url(path: "/anim.gif")
+        let loader = makeLoader(cache: ImageCache())
+        let load: @Sendable (Int) async -> Result<Image, AsyncImageError> = { limit in
+            do {
+                return .success(try await loader.image(for: ImageRequest(url: url, maxFrames: limit)))
+            } catch {
+                return .failure(error as? AsyncImageError ?? .invalidURL("\(error)"))
+            }
+        }
+        async let under = load(2)
+        async let at = load(3)
+        let (over, exact) = await (under, at)
+        guard case .success(let image) = exact else { return XCTFail("3 frames under a limit of 3: \(exact)") }
+        XCTAssertEqual(image.frames.count, 3)
+        guard case .failure(.decoding(let failure, _)) = over else { return XCTFail("3 frames under a limit of 2 loaded") }
+        XCTAssertEqual(failure.stage, .limits)
+        XCTAssertLessThanOrEqual(images.requestCount(url), 2)
     }
 
     // MARK: Pending requests
