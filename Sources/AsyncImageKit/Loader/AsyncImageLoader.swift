@@ -57,6 +57,11 @@ import Logging
 /// - **Weak targets.** The loader never keeps a target alive. When a target is
 ///   deallocated its requests are dropped (their transfers cancelled unless
 ///   another request needs them) and no callback or notification mentions it.
+/// - **Bounded.** At most ``Configuration/maxPendingRequests`` requests are
+///   pending; past that a request fails at once with
+///   ``AsyncImageError/queueFull(_:limit:)``. Bodies, headers, redirects,
+///   pixels and frames have limits too, and ``Configuration/urlPolicy``
+///   decides which URLs and addresses may be reached (see <doc:LimitsAndSecurity>).
 /// - **Cache hits never wait** in the queue; made on the delivery queue,
 ///   they are delivered before `loadImage` returns. Failures are never cached.
 ///

@@ -503,6 +503,9 @@ final class CurlTransfer: @unchecked Sendable {
             refusal = reason
             return CURL_SOCKET_BAD
         }
+        // Another of the host's addresses is allowed: a failure from here
+        // on is this connection's, not the policy's.
+        refusal = nil
         return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
     }
 

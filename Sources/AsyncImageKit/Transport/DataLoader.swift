@@ -17,6 +17,12 @@ import Foundation
 /// (``TransportConfiguration/allowsHTTP2``); ``DataResponse/httpVersion`` and
 /// ``DataResponse/connection`` tell which version and connection served each.
 ///
+/// Every transfer keeps to the configuration's limits (body and header
+/// bytes, redirects, time) and its ``TransportConfiguration/urlPolicy``:
+/// the URL of the first request and of every redirect hop, and the address
+/// of every connection before it is opened or reused (see ``URLPolicy``);
+/// redirects never lead to `file` or any scheme but `http` and `https`.
+///
 /// ```swift
 /// let loader = DataLoader(configuration: .init(timeout: 10))
 /// let task = loader.loadData(from: url) { result in
