@@ -33,6 +33,19 @@ static inline CURLcode aiv_curl_easy_setopt_header_function(CURL *handle, aiv_cu
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+static inline CURLcode aiv_curl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
+static inline CURLcode aiv_curl_easy_setopt_prereq_function(CURL *handle, curl_prereq_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+
+/* The socket address inside a curl_sockaddr (room for IPv6 follows it). */
+static inline const struct sockaddr *aiv_curl_sockaddr_address(const struct curl_sockaddr *address) {
+    return &address->addr;
+}
+
 static inline CURLcode aiv_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

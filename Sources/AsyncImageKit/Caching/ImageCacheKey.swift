@@ -21,7 +21,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 
     private let storage: Storage
 
-    /// The URL's absolute string, or the request's own key (``ImageRequest/init(url:targetSize:contentMode:scaling:maxPixels:priority:headers:cachePolicy:diskStorage:processors:key:)``).
+    /// The URL's absolute string, or the request's own key (``ImageRequest/init(url:targetSize:contentMode:scaling:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``).
     public var url: String { storage.url }
     /// `""` for a full-size decode without processors; otherwise e.g.
     /// `"256x256-fill"`, followed by `|` and the processors' identifiers.

@@ -2,11 +2,21 @@
 public struct DecodingOptions: Sendable, Hashable {
     /// The default limit: 100 megapixels.
     public static let defaultMaxPixels = 100_000_000
+    /// The default frame limit: 10,000 frames.
+    public static let defaultMaxFrames = 10_000
 
     /// The most pixels a decode may produce, counted over all frames of an
     /// animated GIF or WebP. Checked from the header, before any pixel buffer is
     /// allocated, so a decompression bomb costs nothing.
     public var maxPixels: Int
+
+    /// The most frames an animated GIF or WebP may have. Checked before
+    /// each GIF frame is decoded and from a WebP's container before any
+    /// frame is: a file of many tiny frames (each costs time and memory of
+    /// its own, beyond its pixels) fails at stage `limits`, as one over
+    /// ``maxPixels`` does. Default ``defaultMaxFrames``; one frame more than
+    /// the limit fails.
+    public var maxFrames: Int
 
     /// Downsample to this upright size (fitting or filling it per
     /// ``contentMode``, keeping the aspect ratio, never enlarging). `nil`
@@ -38,9 +48,10 @@ public struct DecodingOptions: Sendable, Hashable {
         maxPixels: Int = DecodingOptions.defaultMaxPixels,
         targetSize: PixelSize? = nil,
         contentMode: ContentMode = .aspectFill,
-        scaling: ScalingOptions = []
+        scaling: ScalingOptions = [], maxFrames: Int = DecodingOptions.defaultMaxFrames
     ) {
         self.maxPixels = maxPixels
+        self.maxFrames = maxFrames
         self.targetSize = targetSize
         self.contentMode = contentMode
         self.scaling = scaling
@@ -54,10 +65,15 @@ public struct DecodingOptions: Sendable, Hashable {
         return size.scaled(toFit: targetSize, contentMode: contentMode, enlarges: scaling.contains(.enlargesSmallImages))
     }
 
-    /// Why `image` is over ``maxPixels`` (its source size times its frames),
-    /// or nil. The loader checks each request's own limit with it when a
-    /// decode or a cached image made under another limit is shared.
+    /// Why `image` is over ``maxPixels`` (its source size times its frames)
+    /// or ``maxFrames``, or nil. The loader checks each request's own limits
+    /// with it when a decode or a cached image made under other limits is shared.
     func limitFailure(for image: Image) -> DecodingFailure? {
+        if image.frames.count > maxFrames {
+            return DecodingFailure(
+                format: image.format, stage: .limits,
+                reason: "\(image.frames.count) frames is over the limit of \(maxFrames) frames", isPixelLimit: true)
+        }
         let size = image.originalSize
         var (pixels, overflow) = max(0, size.width).multipliedReportingOverflow(by: max(0, size.height))
         if !overflow { (pixels, overflow) = pixels.multipliedReportingOverflow(by: max(1, image.frames.count)) }

@@ -34,7 +34,7 @@ public struct GIFDecoder: ImageDecoding {
     public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
         let decoded: Result<Image, AsyncImageError> = data.withBytes { bytes, count in
             Result { () throws(AsyncImageError) -> Image in
-                try decodeFrames(bytes, count: count, maxPixels: options.maxPixels)
+                try decodeFrames(bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames)
             }
         }
         let image = try decoded.get()
@@ -47,7 +47,9 @@ public struct GIFDecoder: ImageDecoding {
     /// of frames.
     static let minimumFramePixels = 256
 
-    private func decodeFrames(_ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int) throws(AsyncImageError)
+    private func decodeFrames(
+        _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int
+    ) throws(AsyncImageError)
         -> Image
     {
         let input = GIFInput(base: bytes, count: count)
@@ -120,6 +122,9 @@ public struct GIFDecoder: ImageDecoding {
             case IMAGE_DESC_RECORD_TYPE:
                 guard DGifGetImageDesc(gif) == GIF_OK else { throw fail("bad image descriptor") }
                 let index = frames.count
+                guard index < maxFrames else {
+                    throw failure(.limits, "more than \(maxFrames) frames, the limit", pixelLimit: true)
+                }
                 let desc = gif.pointee.Image
                 let frameWidth = Int(desc.Width)
                 let frameHeight = Int(desc.Height)

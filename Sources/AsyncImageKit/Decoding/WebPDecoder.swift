@@ -136,6 +136,9 @@ public struct WebPDecoder: ImageDecoding {
         let frameCount = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
         WebPDemuxDelete(demux)
         guard frameCount > 0 else { throw failure(.pixels, "the animation holds no frame") }
+        guard frameCount <= options.maxFrames else {
+            throw failure(.limits, "\(frameCount) frames, over the limit of \(options.maxFrames)", pixelLimit: true)
+        }
 
         let canvasPixels = width * height
         let framePixels = max(canvasPixels, Self.minimumFramePixels)

@@ -44,6 +44,18 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A processor (``ImageProcessing``) failed on a decoded image: its
     /// identifier and why.
     case processing(String, reason: String)
+    /// The URL policy (``AsyncImageLoader/Configuration/urlPolicy``,
+    /// ``TransportConfiguration/urlPolicy``) refused the URL, a redirect
+    /// hop, or the address a connection was about to be opened to: why, in
+    /// words (which URL or address, and which rule). Nothing was sent to it.
+    case refused(URL, reason: String)
+    /// The loader already had ``AsyncImageLoader/Configuration/maxPendingRequests``
+    /// requests pending (not yet delivered or cancelled): this one was
+    /// refused at once, before any cache or transfer.
+    case queueFull(URL, limit: Int)
+    /// A response's header block was larger than the limit, in bytes
+    /// (``TransportConfiguration/maxHeaderSize``); counted as the headers arrive.
+    case headersTooLarge(URL, limit: Int)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
@@ -51,7 +63,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidURL, .encoding, .diskCache, .processing: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
-            .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url):
+            .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url),
+            .refused(let url, _), .queueFull(let url, _), .headersTooLarge(let url, _):
             return url
         case .decoding(_, let url): return url
         }
@@ -97,6 +110,12 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(url.absoluteString) is in no cache, and the request may not use the network"
         case .processing(let processor, let reason):
             return "processing '\(processor)' failed: \(reason)"
+        case .refused(let url, let reason):
+            return "\(url.absoluteString) refused by the URL policy: \(reason)"
+        case .queueFull(let url, let limit):
+            return "\(url.absoluteString) refused: the loader already has \(limit) pending requests (its limit)"
+        case .headersTooLarge(let url, let limit):
+            return "response headers of \(url.absoluteString) are larger than the limit of \(limit) bytes"
         }
     }
 }
@@ -125,9 +144,10 @@ public struct DecodingFailure: Sendable, Hashable, CustomStringConvertible {
     public let stage: Stage
     /// What was wrong, in the codec library's words where it gave any.
     public let reason: String
-    /// Whether the pixel limit (``DecodingOptions/maxPixels``) refused the
-    /// image, rather than another limit (a JPEG's scan count): a request
-    /// with a higher limit that shares the body is then decoded again.
+    /// Whether the pixel or frame limit (``DecodingOptions/maxPixels``,
+    /// ``DecodingOptions/maxFrames``) refused the image, rather than another
+    /// limit (a JPEG's scan count): a request with a higher limit that
+    /// shares the body is then decoded again.
     let isPixelLimit: Bool
 
     /// Creates a failure.

@@ -61,6 +61,27 @@ extension AsyncImageLoader {
         /// transfers and an unserviced main queue (swift-log, label
         /// `AsyncImageKit`). Silent by default.
         public var logger: Logger
+        /// The most requests pending at once: made and not yet delivered or
+        /// cancelled, whether queued, transferring, decoding or on their way
+        /// to the delivery queue (``LoaderActivity/pendingRequests``).
+        /// Default 10,000 (each costs about a kilobyte of bookkeeping, a
+        /// bounded amount whatever a caller asks for). A request made while
+        /// that many are pending, and which the memory cache cannot answer,
+        /// fails at once with ``AsyncImageError/queueFull(_:limit:)`` through
+        /// the usual failure path (action, `didFail`, or the async API's
+        /// throw), and is never queued; a memory-cache hit is always
+        /// served. Checked in O(1).
+        public var maxPendingRequests: Int
+        /// Which URLs and addresses the loader may reach (default
+        /// ``URLPolicy/unrestricted``: `http`, `https` and `file`). A service
+        /// that loads URLs it was handed sets ``URLPolicy/publicOnly``: no
+        /// `file` URLs, no loopback, private or link-local addresses, after
+        /// DNS and on every redirect hop. A refused request fails with
+        /// ``AsyncImageError/refused(_:reason:)`` before any cache or
+        /// transfer. Applied on top of the transport's own
+        /// ``TransportConfiguration/urlPolicy``; see ``URLPolicy`` for what
+        /// is checked when.
+        public var urlPolicy: URLPolicy
 
         /// A configuration; every parameter has the default described on its property.
         public init(
@@ -71,8 +92,11 @@ extension AsyncImageLoader {
             processedImageEncoding: ProcessedImageEncoding = .automatic,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
             requestModifier: (@Sendable (inout DataRequest) -> Void)? = nil,
-            logger: Logger = AsyncImageLoader.silentLogger
+            logger: Logger = AsyncImageLoader.silentLogger, maxPendingRequests: Int = 10_000,
+            urlPolicy: URLPolicy = .unrestricted
         ) {
+            self.maxPendingRequests = maxPendingRequests
+            self.urlPolicy = urlPolicy
             self.requestModifier = requestModifier
             self.diskCache = diskCache
             self.diskStorage = diskStorage

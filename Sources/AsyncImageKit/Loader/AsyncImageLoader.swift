@@ -57,6 +57,11 @@ import Logging
 /// - **Weak targets.** The loader never keeps a target alive. When a target is
 ///   deallocated its requests are dropped (their transfers cancelled unless
 ///   another request needs them) and no callback or notification mentions it.
+/// - **Bounded.** At most ``Configuration/maxPendingRequests`` requests are
+///   pending; past that a request fails at once with
+///   ``AsyncImageError/queueFull(_:limit:)``. Bodies, headers, redirects,
+///   pixels and frames have limits too, and ``Configuration/urlPolicy``
+///   decides which URLs and addresses may be reached (see <doc:LimitsAndSecurity>).
 /// - **Cache hits never wait** in the queue; made on the delivery queue,
 ///   they are delivered before `loadImage` returns. Failures are never cached.
 ///
@@ -225,6 +230,20 @@ extension AsyncImageLoader {
     public var requestModifier: (@Sendable (inout DataRequest) -> Void)? {
         get { state.withLock { $0.requestModifier } }
         set { replace(\.requestModifier, with: newValue) }
+    }
+
+    /// The most requests pending at once (see ``Configuration/maxPendingRequests``).
+    /// A change affects requests made later; none pending is cancelled.
+    public var maxPendingRequests: Int {
+        get { state.withLock { $0.maxPendingRequests } }
+        set { state.withLock { $0.maxPendingRequests = newValue } }
+    }
+
+    /// Which URLs and addresses the loader may reach (see ``Configuration/urlPolicy``).
+    /// A change affects requests made later, and transfers started later.
+    public var urlPolicy: URLPolicy {
+        get { state.withLock { $0.urlPolicy } }
+        set { replace(\.urlPolicy, with: newValue) }
     }
 
     /// Where the loader logs (see ``Configuration/logger``; silent by default).

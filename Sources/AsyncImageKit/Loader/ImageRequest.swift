@@ -52,6 +52,7 @@ public struct ImageRequest: Sendable, Hashable {
     ///   - scaling: how the result is framed (default: exactly `targetSize`,
     ///     Nimbus' default; see ``ScalingOptions``).
     ///   - maxPixels: the decompression-bomb limit (see ``DecodingOptions/maxPixels``).
+    ///   - maxFrames: the most frames of an animation (see ``DecodingOptions/maxFrames``).
     ///   - priority: where it stands in the queue.
     ///   - headers: request headers for its transfer.
     ///   - cachePolicy: the caches it uses, and the network or not.
@@ -63,7 +64,8 @@ public struct ImageRequest: Sendable, Hashable {
     ///     key share one transfer (of the first one's URL).
     public init(
         url: URL, targetSize: PixelSize? = nil, contentMode: ContentMode = .aspectFill, scaling: ScalingOptions = [],
-        maxPixels: Int = DecodingOptions.defaultMaxPixels, priority: ImagePriority = .normal,
+        maxPixels: Int = DecodingOptions.defaultMaxPixels, maxFrames: Int = DecodingOptions.defaultMaxFrames,
+        priority: ImagePriority = .normal,
         headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches,
         diskStorage: DiskStorage? = nil, processors: [any ImageProcessing] = [], key: String? = nil
     ) {
@@ -73,7 +75,8 @@ public struct ImageRequest: Sendable, Hashable {
         self.cachePolicy = cachePolicy
         self.url = url
         self.options = DecodingOptions(
-            maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode, scaling: scaling)
+            maxPixels: maxPixels, targetSize: targetSize, contentMode: contentMode, scaling: scaling,
+            maxFrames: maxFrames)
         let processing = ImageCacheKey.processingKey(options)
         let chain = processors.keyPart
         self.cacheKey = ImageCacheKey(

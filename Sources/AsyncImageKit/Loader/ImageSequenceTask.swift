@@ -86,7 +86,7 @@ public final class ImageSequenceTask: @unchecked Sendable {
         var start = index
         var hit: Image?
         for member in stride(from: requests.count - 1, through: index, by: -1) {
-            if let image = cache?.image(for: requests[member].cacheKey) {
+            if let image = cache?.image(for: requests[member].cacheKey), loader.refusal(for: requests[member]) == nil {
                 (start, hit) = (member, image)
                 break
             }
@@ -96,6 +96,7 @@ public final class ImageSequenceTask: @unchecked Sendable {
             loader.state.withLock { _ in ended = true }  // the target is gone
             return
         }
+        let refusal = loader.refusal(for: requests[start])
         let record = LoadRequest(
             request: requests[start], target: object, success: success, failure: failure, cache: cache)
         loader.mutate { state, effects in
@@ -111,7 +112,7 @@ public final class ImageSequenceTask: @unchecked Sendable {
                 self.next = start + 1
                 effects.append { self.advance(from: start + 1) }
             }
-            loader.add(record, object: object, hit: hit, &state, &effects)
+            loader.add(record, object: object, hit: hit, refusal: refusal, &state, &effects)
             loader.pump(&state, &effects)
         }
         withExtendedLifetime(object) {}

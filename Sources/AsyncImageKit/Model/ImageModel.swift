@@ -247,7 +247,8 @@ public final class ImageModel: @unchecked Sendable {
             // The request's own fields (key, headers, policies, pixel limit),
             // without a display size or processors: one transfer for both.
             let original = ImageRequest(
-                url: request.url, maxPixels: request.options.maxPixels, priority: request.priority,
+                url: request.url, maxPixels: request.options.maxPixels, maxFrames: request.options.maxFrames,
+                priority: request.priority,
                 headers: request.headers, cachePolicy: request.cachePolicy, diskStorage: request.diskStorage,
                 key: request.cacheKey.url == request.url.absoluteString ? nil : request.cacheKey.url)
             let task = loader.load(original, onCancelled: { [weak self] in self?.cancelled(generation) }) {

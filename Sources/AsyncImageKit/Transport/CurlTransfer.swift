@@ -31,6 +31,12 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var easy: UnsafeMutableRawPointer?
     private var body = Data()
     private var bodyTooLarge = false
+    /// Bytes of the current hop's header block, and that hop (its redirect count).
+    private var headerBytes = 0
+    private var headerHop = 0
+    private var headersTooLarge = false
+    /// Why the URL policy refused a redirect hop or an address (see `URLPolicy`).
+    private var refusal: String?
     /// Whether the observer's `bodyStart` still wants the body's start.
     private var wantsBodyStart = true
     /// The body's expected length for progress, read at its first bytes.
@@ -173,6 +179,15 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_header_function(easy, curlHeader))
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, Unmanaged.passUnretained(self).toOpaque()))
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()))
+        if configuration.urlPolicy.hasRules {
+            // Every connection's address before it is opened, and every
+            // request's URL and address (a reused connection's too) before
+            // it is sent: the first and each redirect hop.
+            set(aiv_curl_easy_setopt_opensocket_function(easy, curlOpenSocket))
+            set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(self).toOpaque()))
+            set(aiv_curl_easy_setopt_prereq_function(easy, curlPrerequest))
+            set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, Unmanaged.passUnretained(self).toOpaque()))
+        }
         guard ok else {
             releaseHandle()
             deliver(.failure(.transport(url, code: Int(CURLE_FAILED_INIT.rawValue), message: "could not configure the transfer")))
@@ -297,8 +312,18 @@ final class CurlTransfer: @unchecked Sendable {
         return PartialBody(url: url, finalURL: finalURL, statusCode: status, headers: responseHeaders, data: body)
     }
 
-    /// One header line of the response (loop thread).
+    /// One header line of the response (loop thread). Past the header
+    /// size limit, returns 0: libcurl then ends the transfer.
     func receiveHeader(_ bytes: UnsafeRawPointer, count: Int) -> Int {
+        // Counted per hop of a redirect chain (interim 1xx responses included).
+        var hop = 0
+        if let easy { _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &hop) }
+        if hop != headerHop { (headerHop, headerBytes) = (hop, 0) }
+        headerBytes += count
+        if headerBytes > configuration.maxHeaderSize {
+            headersTooLarge = true
+            return 0
+        }
         let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
@@ -384,6 +409,10 @@ final class CurlTransfer: @unchecked Sendable {
         }
         let message = errorMessage(code)
         switch code {
+        case _ where refusal != nil && code != CURLE_OK:
+            return .failure(.refused(url, reason: refusal ?? message))
+        case CURLE_WRITE_ERROR where headersTooLarge:
+            return .failure(.headersTooLarge(url, limit: configuration.maxHeaderSize))
         case CURLE_OK:
             return .success(
                 DataResponse(
@@ -434,6 +463,62 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    // MARK: The URL policy (loop thread)
+
+    /// Why the policy refuses the request about to be made (the first, or
+    /// a redirect hop once libcurl follows it): its URL, or then the
+    /// address it connects to (nil: not an IPv4 or IPv6 address). Nil when allowed.
+    private func refusal(connectingTo address: IPAddress?) -> String? {
+        let policy = configuration.urlPolicy
+        var hop = url
+        var text: UnsafeMutablePointer<CChar>?
+        if let easy, aiv_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &text) == CURLE_OK, let text,
+            let effective = URL(string: String(cString: text))
+        {
+            hop = effective
+        }
+        var reason = policy.refusal(for: hop)
+        if reason == nil, policy.checksAddresses {
+            reason = address.map(policy.refusal(for:)) ?? "an address that is neither IPv4 nor IPv6"
+        }
+        guard let reason else { return nil }
+        return hop == url ? reason : "redirect to \(hop.absoluteString): \(reason)"
+    }
+
+    /// libcurl is about to open a socket to `address`: the socket, or none
+    /// when the policy refuses the hop or the address.
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let family = address.pointee.family
+        var resolved: IPAddress?
+        let raw = UnsafeRawPointer(aiv_curl_sockaddr_address(address))
+        let length = Int(address.pointee.addrlen)
+        if let raw, family == AF_INET, length >= MemoryLayout<sockaddr_in>.size {
+            let offset = MemoryLayout<sockaddr_in>.offset(of: \.sin_addr)!
+            resolved = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: raw + offset, count: 4)))
+        } else if let raw, family == AF_INET6, length >= MemoryLayout<sockaddr_in6>.size {
+            let offset = MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
+            resolved = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: raw + offset, count: 16)))
+        }
+        if let reason = refusal(connectingTo: resolved) {
+            refusal = reason
+            return CURL_SOCKET_BAD
+        }
+        // Another of the host's addresses is allowed: a failure from here
+        // on is this connection's, not the policy's.
+        refusal = nil
+        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    }
+
+    /// libcurl is about to send a request on a connection to `address`
+    /// (new or reused): whether the policy lets it.
+    func prerequest(_ address: String) -> Bool {
+        if let reason = refusal(connectingTo: IPAddress(address)) {
+            refusal = reason
+            return false
+        }
+        return true
+    }
+
     private func errorMessage(_ code: CURLcode) -> String {
         if let errorBuffer, errorBuffer.pointee != 0 { return String(cString: errorBuffer) }
         return String(cString: curl_easy_strerror(code))
@@ -447,6 +532,19 @@ private let curlWrite: aiv_curl_write_callback = { pointer, size, count, userdat
     guard total > 0, let pointer else { return total }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
     return transfer.receive(pointer, count: total)
+}
+
+/// libcurl's socket callback: the transfer in `clientp` opens the socket, or refuses.
+private let curlOpenSocket: curl_opensocket_callback = { clientp, _, address in
+    guard let clientp, let address else { return CURL_SOCKET_BAD }
+    return Unmanaged<CurlTransfer>.fromOpaque(clientp).takeUnretainedValue().openSocket(address)
+}
+
+/// libcurl's pre-request callback: the transfer in `clientp` lets the request go, or aborts it.
+private let curlPrerequest: curl_prereq_callback = { clientp, primaryIP, _, _, _ in
+    guard let clientp, let primaryIP else { return CURL_PREREQFUNC_ABORT }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(clientp).takeUnretainedValue()
+    return transfer.prerequest(String(cString: primaryIP)) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 /// libcurl's header callback: one header line at a time, to its transfer.

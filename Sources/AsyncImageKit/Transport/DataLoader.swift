@@ -17,6 +17,12 @@ import Foundation
 /// (``TransportConfiguration/allowsHTTP2``); ``DataResponse/httpVersion`` and
 /// ``DataResponse/connection`` tell which version and connection served each.
 ///
+/// Every transfer keeps to the configuration's limits (body and header
+/// bytes, redirects, time) and its ``TransportConfiguration/urlPolicy``:
+/// the URL of the first request and of every redirect hop, and the address
+/// of every connection before it is opened or reused (see ``URLPolicy``);
+/// redirects never lead to `file` or any scheme but `http` and `https`.
+///
 /// ```swift
 /// let loader = DataLoader(configuration: .init(timeout: 10))
 /// let task = loader.loadData(from: url) { result in
@@ -52,7 +58,8 @@ public final class DataLoader: Sendable {
     /// Starts loading `url`. The handler runs exactly once, on
     /// ``completionQueue``, unless the task is cancelled first.
     ///
-    /// An unsupported scheme or a URL without a host fails at once (on the
+    /// An unsupported scheme, a URL without a host, or one the configuration's
+    /// ``TransportConfiguration/urlPolicy`` refuses fails at once (on the
     /// completion queue) without touching the network.
     ///
     /// A request with a `Range` header asks for the body unencoded
@@ -71,7 +78,7 @@ public final class DataLoader: Sendable {
         let transfer = CurlTransfer(
             url: url, configuration: configuration, headers: headers, observer: observer,
             completionQueue: completionQueue, completion: completion)
-        if let error = Self.validate(url) {
+        if let error = Self.validate(url, policy: configuration.urlPolicy) {
             transfer.deliver(.failure(error))
         } else if url.scheme?.lowercased() == "file" {
             FileReader.start(transfer)
@@ -92,12 +99,13 @@ public final class DataLoader: Sendable {
     }
 
     /// Why `url` cannot be loaded, or nil.
-    static func validate(_ url: URL) -> AsyncImageError? {
+    static func validate(_ url: URL, policy: URLPolicy) -> AsyncImageError? {
         guard let scheme = url.scheme?.lowercased(), supportedSchemes.contains(scheme) else {
             return .unsupportedScheme(url)
         }
         if scheme != "file", (url.host ?? "").isEmpty { return .invalidURL(url.absoluteString) }
         if scheme == "file", url.path.isEmpty { return .invalidURL(url.absoluteString) }
+        if let reason = policy.refusal(for: url) { return .refused(url, reason: reason) }
         return nil
     }
 }

@@ -52,12 +52,18 @@ public struct DataRequest: Sendable, Hashable {
     /// Seconds the transfer may take from its start (zero, negative, NaN or
     /// infinite: no limit).
     public var timeout: Double
+    /// Which URLs and addresses the transfer may reach, redirects included
+    /// (see ``URLPolicy``; the loader passes its
+    /// ``AsyncImageLoader/Configuration/urlPolicy``). ``DataLoader`` applies
+    /// it together with its own ``TransportConfiguration/urlPolicy``.
+    public var policy: URLPolicy
 
     /// A request.
-    public init(url: URL, headers: [String: String] = [:], timeout: Double = 60) {
+    public init(url: URL, headers: [String: String] = [:], timeout: Double = 60, policy: URLPolicy = .unrestricted) {
         self.url = url
         self.headers = headers
         self.timeout = timeout
+        self.policy = policy
     }
 }
 
@@ -87,6 +93,7 @@ extension DataLoader: DataLoading {
     ) -> any DataLoadingTask {
         var configuration = self.configuration
         configuration.timeout = request.timeout
+        configuration.urlPolicy = configuration.urlPolicy.restricted(by: request.policy)
         return DataLoader(configuration: configuration, completionQueue: completionQueue)
             .loadData(from: request.url, headers: request.headers, observer: observer, completion: completion)
     }

@@ -8,9 +8,29 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var timeout: Double
     /// The most body bytes accepted (after content decoding), enforced while
     /// the body streams in, with or without `Content-Length`. Default 50 MB.
+    /// One byte more fails with ``AsyncImageError/bodyTooLarge(_:limit:)``
+    /// (a `file` URL too).
     public var maxBodySize: Int
     /// The most redirects followed (to `http` and `https` only). Default 10.
+    /// One more fails with ``AsyncImageError/tooManyRedirects(_:limit:)``;
+    /// zero follows none.
     public var maxRedirects: Int
+    /// The most bytes of one response's header block (its status line and
+    /// header lines, line ends included; counted again for each response of
+    /// a redirect chain), enforced as the lines arrive. Default 64 KiB. One
+    /// byte more fails with ``AsyncImageError/headersTooLarge(_:limit:)``.
+    ///
+    /// libcurl has caps of its own that no setting moves (7.88): a single
+    /// header line over 100 KiB fails as a ``AsyncImageError/transport(_:code:message:)``
+    /// error 27 before this limit sees it, and a block over 300 KiB as
+    /// error 56. A limit above those is held to them.
+    public var maxHeaderSize: Int
+    /// Which URLs and addresses transfers may reach (default
+    /// ``URLPolicy/unrestricted``): checked for the first URL, every
+    /// redirect hop, and the address of every connection before it is
+    /// opened or reused (see ``URLPolicy``). A loader's own
+    /// ``AsyncImageLoader/Configuration/urlPolicy`` applies as well.
+    public var urlPolicy: URLPolicy
     /// Ask for and decode `gzip`, `deflate` and other encodings libcurl supports. Default `true`.
     public var acceptsEncodedBodies: Bool
     /// The `User-Agent` header.
@@ -46,8 +66,11 @@ public struct TransportConfiguration: Sendable, Hashable {
         timeout: Double = 60, maxBodySize: Int = 50_000_000, maxRedirects: Int = 10,
         acceptsEncodedBodies: Bool = true, userAgent: String = "AsyncImageKit/0.1 (Linux; libcurl)",
         headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept],
-        certificateAuthorities: URL? = nil, allowsHTTP2: Bool = true
+        certificateAuthorities: URL? = nil, allowsHTTP2: Bool = true, maxHeaderSize: Int = 65_536,
+        urlPolicy: URLPolicy = .unrestricted
     ) {
+        self.maxHeaderSize = maxHeaderSize
+        self.urlPolicy = urlPolicy
         self.headers = headers
         self.certificateAuthorities = certificateAuthorities
         self.allowsHTTP2 = allowsHTTP2

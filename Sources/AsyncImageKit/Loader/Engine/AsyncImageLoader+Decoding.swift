@@ -105,11 +105,12 @@ extension AsyncImageLoader {
                         late.append(cache)
                     }
                 }
-                // A request that joined with a higher pixel limit than this
-                // decode had is decoded again rather than failed by a lower one.
+                // A request that joined with a higher pixel or frame limit than
+                // this decode had is decoded again rather than failed by a lower one.
                 func decodeAgain(_ record: LoadRequest) -> Bool {
                     guard case .failure(.decoding(let failure, _)) = outcome, failure.isPixelLimit else { return false }
                     return record.request.options.maxPixels > options.maxPixels
+                        || record.request.options.maxFrames > options.maxFrames
                 }
                 if unreadable, !hasBody {
                     job.storedImages[key.processing] = nil

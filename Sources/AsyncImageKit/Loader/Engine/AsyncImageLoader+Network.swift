@@ -37,6 +37,13 @@ extension AsyncImageLoader {
             request.headers["If-Range"] = partial.validator
         }
         transfer.modifier?(&request)
+        // The modifier may change the URL, and may tighten the policy but
+        // not loosen it: the policy applies to the URL loaded, whatever the transport.
+        request.policy = transfer.request.policy.restricted(by: request.policy)
+        if let reason = request.policy.refusal(for: request.url) {
+            _ = handle.attach(RefusedTask())
+            return transferFinished(job, handle, .failure(.refused(request.url, reason: reason)))
+        }
         var observer = DataTransferObserver()
         // The header probe: the file's properties (its size above all) from
         // the body's first bytes, long before its pixels. Told on the
@@ -145,6 +152,11 @@ extension AsyncImageLoader {
         if handle.attach(task) {
             transferFinished(job, handle, .failure(.transport(request.url, code: 0, message: "cancelled")))
         }
+    }
+
+    /// The task of a transfer refused before it reached the transport.
+    private struct RefusedTask: DataLoadingTask {
+        func cancel() -> Bool { false }
     }
 
     /// Under the lock: `job`'s file properties are known; its requests (and

@@ -11,10 +11,12 @@ extension AsyncImageLoader {
         isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
         completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
-        // The cache is asked outside the loader's lock (it may be anyone's `ImageCaching`).
+        // The cache and the URL policy are asked outside the loader's lock
+        // (they may be anyone's code); a refused URL is not served from the cache either.
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
+        let refusal = self.refusal(for: request)
         let policy = request.cachePolicy
-        let hit = policy.contains(.skipMemoryReads) ? nil : cache?.image(for: request.cacheKey)
+        let hit = refusal != nil || policy.contains(.skipMemoryReads) ? nil : cache?.image(for: request.cacheKey)
         let record = LoadRequest(
             request: request, target: target, success: success, failure: failure,
             cache: policy.contains(.skipMemoryWrites) ? nil : cache,
@@ -24,17 +26,26 @@ extension AsyncImageLoader {
         let inline =
             hit != nil && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)
         mutate { state, effects in
-            self.add(record, object: target, hit: hit, inline: inline, &state, &effects)
+            self.add(record, object: target, hit: hit, refusal: refusal, inline: inline, &state, &effects)
             self.pump(&state, &effects)
         }
         return record
     }
 
+    /// Why the loader's URL policy refuses `request`, or nil (outside the
+    /// lock: the policy's rules are anyone's code).
+    func refusal(for request: ImageRequest) -> AsyncImageError? {
+        let policy = state.withLock { $0.urlPolicy }
+        return policy.refusal(for: request.url).map { .refused(request.url, reason: $0) }
+    }
+
     /// Under the lock: numbers `record`, files it in its lane, and either
-    /// schedules its cache hit or joins it to its URL's job.
+    /// schedules its cache hit, or its failure when it is refused (by the
+    /// URL policy, or because `maxPendingRequests` are pending), or joins it
+    /// to its URL's job.
     func add(
-        _ record: LoadRequest, object: AnyObject?, hit: Image?, inline: Bool = false, _ state: inout LoaderState,
-        _ effects: inout Effects
+        _ record: LoadRequest, object: AnyObject?, hit: Image?, refusal: AsyncImageError? = nil, inline: Bool = false,
+        _ state: inout LoaderState, _ effects: inout Effects
     ) {
         state.nextID += 1
         record.id = state.nextID
@@ -54,6 +65,14 @@ extension AsyncImageLoader {
             record.source = .memoryCache
             report(.cacheHit, [record], &state, &effects)
             scheduleDelivery(record, Self.checked(hit, for: record), cache: record.heldIn, inline: inline, &state, &effects)
+            return
+        }
+        // Admission: one comparison (the count includes this request).
+        let full = state.pendingCount > max(0, state.maxPendingRequests)
+        if let error = refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil) {
+            let (logger, url) = (state.logger, record.request.url.absoluteString)
+            effects.append { logger.info("request refused: \(error)", metadata: ["url": "\(url)"]) }
+            scheduleDelivery(record, .failure(error), cache: nil, &state, &effects)
             return
         }
         let job = self.job(for: record, &state)

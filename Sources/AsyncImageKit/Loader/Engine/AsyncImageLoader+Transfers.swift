@@ -45,7 +45,8 @@ extension AsyncImageLoader {
         state.holding[ObjectIdentifier(job)] = job
         let handle = TransferHandle()
         job.phase = .loading(handle)
-        let request = DataRequest(url: job.url, headers: job.headers, timeout: state.loadingTimeout)
+        let request = DataRequest(
+            url: job.url, headers: job.headers, timeout: state.loadingTimeout, policy: state.urlPolicy)
         let modifier = state.requestModifier
         // `file` URLs are already on disk.
         let disk = job.url.isFileURL ? nil : state.diskCache.map(ImageDiskStore.init)

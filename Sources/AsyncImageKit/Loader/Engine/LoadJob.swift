@@ -181,14 +181,15 @@ final class LoadJob: @unchecked Sendable {
     var orderedRequests: [LoadRequest] { requests.values.sorted { $0.id < $1.id } }
 
     /// The next decode to run: the cache key of the most recent request, and
-    /// its options with the largest pixel limit of the requests that share
-    /// that key (each request's own limit is checked on the result).
+    /// its options with the largest pixel and frame limits of the requests
+    /// that share that key (each request's own limits are checked on the result).
     func nextDecode() -> (key: ImageCacheKey, options: DecodingOptions)? {
         guard let newest = requests.values.max(by: { $0.id < $1.id }) else { return nil }
         let key = newest.request.cacheKey
         var options = newest.request.options
         for record in requests.values where record.request.cacheKey == key {
             options.maxPixels = max(options.maxPixels, record.request.options.maxPixels)
+            options.maxFrames = max(options.maxFrames, record.request.options.maxFrames)
         }
         return (key, options)
     }

@@ -20,6 +20,8 @@ struct LoaderState {
     var diskStorage: DiskStorage
     var processedImageEncoding: ProcessedImageEncoding
     var endsTransfersAtDCScans: Bool
+    var maxPendingRequests: Int
+    var urlPolicy: URLPolicy
 
     // Requests.
     var nextID: UInt64 = 0
@@ -72,6 +74,8 @@ struct LoaderState {
         diskStorage = configuration.diskStorage
         processedImageEncoding = configuration.processedImageEncoding
         endsTransfersAtDCScans = configuration.endsTransfersAtDCScans
+        maxPendingRequests = configuration.maxPendingRequests
+        urlPolicy = configuration.urlPolicy
     }
 
     /// The most transfers prefetch requests may hold while visible requests wait.
