@@ -85,12 +85,17 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
     /// at the request's display size with its processors, on the loader's
     /// delivery queue. A preview never comes after the request's outcome,
     /// and is never cached. Previews are optional work: one is skipped while
-    /// every decoder is busy with final images. Add the handler right after
-    /// making the request.
+    /// every decoder is busy with final images. A preview made before any
+    /// handler was added is kept (the newest one) and given to the first
+    /// handler added, so adding it right after making the request misses none.
     public func onPreview(_ handler: @escaping @Sendable (Image) -> Void) {
-        guarded.withLock { _ in
-            if record.state == .pending { record.previewHandlers.append(handler) }
+        let waiting = guarded.withLock { state -> (Image, DispatchQueue)? in
+            guard record.state == .pending else { return nil }
+            record.previewHandlers.append(handler)
+            defer { record.unclaimedPreview = nil }
+            return record.unclaimedPreview.map { ($0, state.deliveryQueue) }
         }
+        if let (image, queue) = waiting, let loader { loader.deliverPreview(image, to: record, on: queue) }
     }
 
     /// Cancels the request (nothing is delivered); its transfer stops unless

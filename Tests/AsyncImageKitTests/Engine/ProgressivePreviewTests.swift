@@ -64,6 +64,38 @@ final class ProgressivePreviewTests: XCTestCase {
         XCTAssertLessThan(Double(total) / Double(30 * 40 * 3), 40, "mean difference per channel")
     }
 
+    /// A preview made before the caller added its handler is kept and given
+    /// to the first handler added (ImageModel adds its handler right after
+    /// making the request; under load the preview could come first, and the
+    /// model then waited for a preview that had been dropped).
+    func testAPreviewReadyBeforeTheHandlerIsKeptForIt() throws {
+        let h = try LoaderHarness(timeout: 20)
+        let resource = RangeResource(body: Self.progressive, contentType: "image/jpeg")
+        let url = h.server.serve("/early.jpg", resource: resource)
+        let gate = Gate()
+        defer { gate.open() }
+        resource.inject(.hold(after: Self.scanStarts[2] + 2, gate: gate))
+        var request = ImageRequest(url: url)
+        request.wantsPreviews = true
+        let finished = expectation(description: "the final image")
+        let task = h.loader.loadImage(request, success: ImageAction("final") { _, _, _ in finished.fulfill() })
+        // Waits for a state (the preview made, with no handler), not for time.
+        let deadline = Date().addingTimeInterval(15)
+        while h.loader.state.withLock({ _ in task.record.unclaimedPreview == nil }), Date() < deadline {
+            usleep(2_000)
+        }
+        XCTAssertTrue(h.loader.state.withLock { _ in task.record.unclaimedPreview != nil }, "a preview was made")
+        let previewed = expectation(description: "the kept preview")
+        task.onPreview { image in
+            XCTAssertEqual(image.size, PixelSize(width: 480, height: 360))
+            previewed.fulfill()
+        }
+        wait(for: [previewed], timeout: 15)
+        XCTAssertEqual(task.state, .running)
+        gate.open()
+        wait(for: [finished], timeout: 15)
+    }
+
     /// A request that does not ask gets none; a baseline JPEG gives none.
     func testNoPreviewsUnlessAskedAndProgressive() throws {
         let h = try LoaderHarness()
@@ -84,7 +116,9 @@ final class ProgressivePreviewTests: XCTestCase {
 
     /// The image model shows the preview in its snapshots while loading.
     func testTheModelShowsPreviews() async throws {
-        let h = try LoaderHarness()
+        // A bounded timeout: if no preview came, the held transfer fails
+        // and the loop ends, rather than the test waiting for ever.
+        let h = try LoaderHarness(timeout: 20)
         let resource = RangeResource(body: Self.progressive, contentType: "image/jpeg")
         let url = h.server.serve("/model.jpg", resource: resource)
         let gate = Gate()
@@ -100,6 +134,10 @@ final class ProgressivePreviewTests: XCTestCase {
             if snapshot.phase == .loaded {
                 XCTAssertNil(snapshot.preview)
                 XCTAssertNotNil(snapshot.image)
+                break
+            }
+            if case .failed(let error) = snapshot.phase {
+                XCTFail("no preview before the held transfer timed out: \(error)")
                 break
             }
         }

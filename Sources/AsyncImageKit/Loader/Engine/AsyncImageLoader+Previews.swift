@@ -153,19 +153,28 @@ extension AsyncImageLoader {
         mutate { state, effects in
             guard case .loading = job.phase else { return }
             let queue = state.deliveryQueue
-            for record in job.orderedRequests where record.request.wantsPreviews && !record.previewHandlers.isEmpty {
-                // On the delivery queue, checked again there: an outcome
-                // scheduled before it wins (the queue is serial). (A request
-                // of the async API, whose outcome does not pass that queue,
-                // may still see a preview after it: ImageModel, the only one
-                // that asks, drops a preview once it has its image.)
-                effects.append {
-                    queue.async {
-                        let handlers = self.state.withLock { _ in record.state == .pending ? record.previewHandlers : [] }
-                        handlers.forEach { $0(image) }
-                    }
+            for record in job.orderedRequests where record.request.wantsPreviews {
+                // No handler yet: kept for the first one (ImageTask.onPreview).
+                guard !record.previewHandlers.isEmpty else {
+                    record.unclaimedPreview = image
+                    continue
                 }
+                effects.append { self.deliverPreview(image, to: record, on: queue) }
             }
+        }
+    }
+}
+
+extension AsyncImageLoader {
+    /// Calls `record`'s preview handlers with `image` on the delivery queue,
+    /// checked again there: an outcome scheduled before it wins (the queue is
+    /// serial). (A request of the async API, whose outcome does not pass that
+    /// queue, may still see a preview after it: ImageModel, the only one that
+    /// asks, drops a preview once it has its image.)
+    func deliverPreview(_ image: Image, to record: LoadRequest, on queue: DispatchQueue) {
+        queue.async {
+            let handlers = self.state.withLock { _ in record.state == .pending ? record.previewHandlers : [] }
+            handlers.forEach { $0(image) }
         }
     }
 }

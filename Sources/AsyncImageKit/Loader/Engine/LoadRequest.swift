@@ -58,6 +58,10 @@ final class LoadRequest: @unchecked Sendable {
     var propertyHandlers: [@Sendable (ImageFileProperties) -> Void] = []
     /// Who waits for progressive previews (see ``ImageTask/onPreview(_:)``).
     var previewHandlers: [@Sendable (Image) -> Void] = []
+    /// The newest preview made while no handler was there yet (a preview can
+    /// be ready before the caller that made the request adds its handler):
+    /// the first handler added gets it at once.
+    var unclaimedPreview: Image?
 
     /// Its response, once its image is known.
     func response(_ image: Image) -> ImageResponse {
