@@ -44,6 +44,11 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A processor (``ImageProcessing``) failed on a decoded image: its
     /// identifier and why.
     case processing(String, reason: String)
+    /// The response's header block, or one of its lines, was larger than
+    /// `limit` bytes: libcurl's own limits, which are not configurable (in
+    /// libcurl 7.88: 100 KiB for one line, 300 KiB for a response's whole
+    /// header block). Nothing of the body was used.
+    case headersTooLarge(URL, limit: Int)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
@@ -51,7 +56,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidURL, .encoding, .diskCache, .processing: return nil
         case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
-            .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url):
+            .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url),
+            .headersTooLarge(let url, _):
             return url
         case .decoding(_, let url): return url
         }
@@ -97,6 +103,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(url.absoluteString) is in no cache, and the request may not use the network"
         case .processing(let processor, let reason):
             return "processing '\(processor)' failed: \(reason)"
+        case .headersTooLarge(let url, let limit):
+            return "response headers of \(url.absoluteString) are larger than the limit of \(limit) bytes"
         }
     }
 }

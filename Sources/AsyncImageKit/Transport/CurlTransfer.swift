@@ -399,11 +399,18 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
         case CURLE_TOO_MANY_REDIRECTS:
             return .failure(.tooManyRedirects(url, limit: configuration.maxRedirects))
-        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0 && !Self.redirectSchemes.contains(finalURL.scheme?.lowercased() ?? ""):
+        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0 && redirectSchemeWasRefused(finalURL: finalURL):
             // The first URL's scheme was checked before starting: the
             // redirect's is refused. (The same code with an allowed scheme
             // is a reply libcurl refuses, such as HTTP/0.9: a transport error.)
             return .failure(.disallowedRedirect(url, message: message))
+        case CURLE_OUT_OF_MEMORY where body.isEmpty && !bodyTooLarge && isHTTP:
+            // libcurl 7.88 reports a header line over its limit as out of
+            // memory (8.6 has CURLE_TOO_LARGE for it).
+            return .failure(.headersTooLarge(url, limit: Self.headerLineLimit))
+        case CURLE_RECV_ERROR where headerBytes > Self.headerBlockLimit:
+            // "Too large response headers".
+            return .failure(.headersTooLarge(url, limit: Self.headerBlockLimit))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))
         case _ where Self.tlsCodes.contains(code):
@@ -411,6 +418,36 @@ final class CurlTransfer: @unchecked Sendable {
         default:
             return .failure(.transport(url, code: Int(code.rawValue), message: message))
         }
+    }
+
+    /// libcurl's limit on one response header line (`CURL_MAX_HTTP_HEADER`), in bytes.
+    static let headerLineLimit = 100 * 1024
+    /// libcurl's limit on a response's header block (`MAX_HTTP_RESP_HEADER_SIZE`), in bytes.
+    static let headerBlockLimit = 300 * 1024
+
+    /// Whether the transfer is over HTTP (a `file` URL has no headers).
+    private var isHTTP: Bool { ["http", "https"].contains(url.scheme?.lowercased() ?? "") }
+
+    /// The header bytes libcurl has counted so far (every response of the
+    /// transfer; `CURLINFO_HEADER_SIZE`), before the handle is freed.
+    private var headerBytes: Int {
+        var size = 0
+        guard let easy, aiv_curl_easy_getinfo_long(easy, CURLINFO_HEADER_SIZE, &size) == CURLE_OK else { return 0 }
+        return size
+    }
+
+    /// Whether a redirect failed for its target's scheme: the URL it led to
+    /// has a scheme a redirect may not use, or the last response's
+    /// `Location` does (libcurl leaves the effective URL at the redirecting
+    /// one when it cannot parse the target, as for a scheme it does not
+    /// know, such as `data:`).
+    private func redirectSchemeWasRefused(finalURL: URL) -> Bool {
+        func refused(_ target: URL) -> Bool { !Self.redirectSchemes.contains(target.scheme?.lowercased() ?? "") }
+        if refused(finalURL) { return true }
+        guard let location = responseHeaders["location"], let target = URL(string: location, relativeTo: finalURL) else {
+            return false
+        }
+        return refused(target.absoluteURL)
     }
 
     /// libcurl's codes for a failed TLS setup: the peer's certificate, the
