@@ -78,6 +78,43 @@ final class FaultInjectionTests: XCTestCase {
         try assertLoaderStillWorks(loader, after: url)
     }
 
+    /// A response that never starts holds its own slot only: with two
+    /// slots, another image loads meanwhile (libcurl's one event thread is
+    /// not held up), and the held one ends once the server gives up.
+    func testResponseThatNeverStartsDoesNotHoldUpOtherTransfers() throws {
+        let loader = AsyncImageLoader(
+            cache: nil, concurrentLoads: 2, loadingTimeout: longTimeout, deliveryQueue: queue,
+            notificationCenter: NotificationCenter())
+        let held = server.url(for: .neverStarts)
+        let heldOutcomes = Box<[Result<Image, AsyncImageError>]>([])
+        let heldDone = expectation(description: "outcome of the held request")
+        loader.loadImage(
+            ImageRequest(url: held), target: nil,
+            success: ImageAction("record") { _, image, _ in
+                heldOutcomes.update { $0?.append(.success(image)) }
+                heldDone.fulfill()
+            },
+            failure: ImageFailureAction("record") { _, error, _ in
+                heldOutcomes.update { $0?.append(.failure(error)) }
+                heldDone.fulfill()
+            })
+        let other = try XCTUnwrap(load(server.imageURL("other"), with: loader, within: quickLimit))
+        XCTAssertEqual(try other.result.get().width, 64)
+        XCTAssertEqual(heldOutcomes.value?.count, 0, "the held request ended early")
+        XCTAssertEqual(loader.activity.inFlight, 1)
+        server.releaseHeld()  // the server closes the connection without a reply
+        wait(for: [heldDone], timeout: quickLimit)
+        queue.sync {}
+        let outcomes = heldOutcomes.value ?? []
+        XCTAssertEqual(outcomes.count, 1)
+        guard case .failure(.transport(let url, let code, _))? = outcomes.first else {
+            return XCTFail("expected .transport, got \(outcomes)")
+        }
+        XCTAssertEqual(url, held)
+        XCTAssertEqual(code, 52)  // CURLE_GOT_NOTHING
+        XCTAssertEqual(loader.activity.inFlight, 0)
+    }
+
     // MARK: Connection
 
     func testConnectionResetMidBody() throws {
@@ -240,6 +277,40 @@ final class FaultInjectionTests: XCTestCase {
         XCTAssertEqual(failure.format, .png)
         XCTAssertEqual(failure.stage, .limits)
         XCTAssertTrue(failure.reason.contains("100000x100000"), failure.reason)
+    }
+
+    // MARK: Revalidation
+
+    /// A stored image that must be revalidated is served stale when the
+    /// server answers with a fault rather than a response (RFC 9111, 4.2.4),
+    /// as when it cannot be reached: oversized headers count as such a fault.
+    func testFaultOnRevalidationServesTheStoredImageStale() async throws {
+        let disk = try DataCache(directory: temporaryFolder("fault-stale"))
+        let path = "/fault/revalidated"
+        let validated = ["ETag: \"v1\"", "Cache-Control: no-cache", "Content-Type: image/png"]
+        let url = server.url(for: .headerLines(validated, body: png), path: path)
+        let warm = makeLoader(disk: disk)
+        let first = try await warm.response(for: ImageRequest(url: url))
+        XCTAssertEqual(first.source, .network)
+        warm.flushDiskWrites()
+        let faults: [(String, Fault)] = [
+            ("1 MB header block", .headerBlock(count: 1000, lineLength: 1000, body: png)),
+            ("1 MB header line", .headerBlock(count: 1, lineLength: 1_000_000, body: png)),
+            ("malformed headers", .headerLines(["this is no header"], body: png)),
+            ("accepts then closes", .closeWithoutReply),
+        ]
+        for (name, fault) in faults {
+            _ = server.url(for: fault, path: path)
+            let response = try await makeLoader(disk: disk).response(for: ImageRequest(url: url))
+            XCTAssertTrue(response.isStale, name)
+            XCTAssertEqual(response.source, .diskCache, name)
+            XCTAssertEqual(response.image.pixel(x: 10, y: 50), image.pixel(x: 10, y: 50), name)
+        }
+    }
+
+    private func makeLoader(disk: DataCache) -> AsyncImageLoader {
+        AsyncImageLoader(
+            configuration: .init(cache: nil, deliveryQueue: queue, notificationCenter: NotificationCenter(), diskCache: disk))
     }
 
     // MARK: TLS
