@@ -58,6 +58,49 @@ final class FaultInjectionTests: XCTestCase {
         XCTAssertEqual(error, .timedOut(url, seconds: 1))
     }
 
+    /// Previews of a progressive JPEG come while it downloads; a stall
+    /// after them ends in one `.timedOut` failure and no preview after it: a
+    /// preview is never passed off as the image.
+    func testStallMidBodyOfAProgressiveJPEGAfterPreviews() throws {
+        let photo = SyntheticImage.photo(width: 480, height: 360, seed: 9)
+        let progressive = try JPEGEncoder(quality: 90, progressive: true).encode(photo)
+        let url = server.url(for: .stallMidBody(progressive))
+        let loader = makeLoader(timeout: 2)
+        var request = ImageRequest(url: url)
+        request.wantsPreviews = true
+        let events = Box<[String]>([])
+        let failure = Box<AsyncImageError>()
+        let done = expectation(description: "outcome")
+        let start = Date()
+        let elapsed = Box<Double>()
+        let task = loader.loadImage(
+            request, target: nil,
+            success: ImageAction("record") { _, _, _ in
+                events.update { $0?.append("success") }
+                done.fulfill()
+            },
+            failure: ImageFailureAction("record") { _, error, _ in
+                elapsed.value = Date().timeIntervalSince(start)
+                failure.value = error
+                events.update { $0?.append("failure") }
+                done.fulfill()
+            })
+        task.onPreview { _ in events.update { $0?.append("preview") } }
+        wait(for: [done], timeout: 2 + margin)
+        queue.sync {}
+        let seen = events.value ?? []
+        XCTAssertEqual(seen.filter { $0 != "preview" }, ["failure"], "\(seen)")
+        XCTAssertEqual(seen.last, "failure", "no preview after the outcome: \(seen)")
+        XCTAssertGreaterThan(seen.filter { $0 == "preview" }.count, 0, "previews came before the stall")
+        XCTAssertEqual(failure.value, .timedOut(url, seconds: 2))
+        let seconds = try XCTUnwrap(elapsed.value)
+        XCTAssertGreaterThanOrEqual(seconds, 1.8)
+        XCTAssertLessThanOrEqual(seconds, 2 + margin)
+        print(String(format: "fault stall mid-body after previews: %.3f s: %d previews, then %@", seconds,
+                     seen.filter { $0 == "preview" }.count, failure.value.map { "\($0)" } ?? "nothing"))
+        try assertLoaderStillWorks(loader, after: url)
+    }
+
     func testSlowDripOverTheTimeoutTimesOut() throws {
         // 40 pieces 0.1 s apart: about 4 s, over a 1 s limit.
         let url = server.url(for: .drip(png, pieces: 40, interval: 0.1))
