@@ -297,18 +297,36 @@ final class CurlTransfer: @unchecked Sendable {
         return PartialBody(url: url, finalURL: finalURL, statusCode: status, headers: responseHeaders, data: body)
     }
 
-    /// One header line of the response (loop thread).
+    /// One header line of the response (loop thread). Parsed as bytes, and
+    /// a repeated name's values appended in place: a hostile server's header
+    /// block of thousands of tiny lines (up to libcurl's 300 KiB) costs the
+    /// transport thread, which every transfer shares, little time.
     func receiveHeader(_ bytes: UnsafeRawPointer, count: Int) -> Int {
-        let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
+        let line = UnsafeRawBufferPointer(start: bytes, count: count)
+        if line.starts(with: Self.statusLinePrefix) {
             responseHeaders = [:]
-        } else if let colon = line.firstIndex(of: ":"), responseHeaders.count < 200 {
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            responseHeaders[name] = responseHeaders[name].map { "\($0), \(value)" } ?? value
+        } else if responseHeaders.count < 200, let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = String(decoding: Self.trimmed(line[..<colon]), as: UTF8.self).lowercased()
+            let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
+            if let index = responseHeaders.index(forKey: name) {
+                responseHeaders.values[index].append(", " + value)
+            } else {
+                responseHeaders[name] = value
+            }
         }
         return count
+    }
+
+    private static let statusLinePrefix = Array("HTTP/".utf8)
+
+    /// `bytes` without the spaces, tabs, CRs and LFs at either end.
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
     }
 
     /// Reads the outcome off the finished handle, frees it, and delivers.
