@@ -232,14 +232,18 @@ public final class ImageModel: @unchecked Sendable {
             }
         } else {
             update(generation) { $0.phase = .loading }
-            let task = loader.load(request, onCancelled: { [weak self] in self?.cancelled(generation) }) {
-                [weak self] result in
-                self?.finished(result, original: false, generation)
-            }
+            // The preview handler goes in with the request: added after it,
+            // it could miss the one preview a short file gives.
+            var onPreview: (@Sendable (Image) -> Void)?
             if request.wantsPreviews {
-                task.onPreview { [weak self] image in
+                onPreview = { [weak self] image in
                     self?.update(generation) { if $0.phase == .loading, $0.image == nil { $0.preview = image } }
                 }
+            }
+            let task = loader.load(
+                request, onCancelled: { [weak self] in self?.cancelled(generation) }, onPreview: onPreview
+            ) { [weak self] result in
+                self?.finished(result, original: false, generation)
             }
             fields.withLock { $0.tasks.append(task) }
         }
@@ -337,10 +341,13 @@ extension AsyncImageLoader {
     /// loader's own threads, as the async API has it, with no action.
     func load(
         _ request: ImageRequest, onCancelled: (@Sendable () -> Void)? = nil,
+        onPreview: (@Sendable (Image) -> Void)? = nil,
         completion: @escaping @Sendable (Result<ImageResponse, AsyncImageError>) -> Void
     ) -> ImageTask {
         ImageTask(
-            enqueue(request, target: nil, success: nil, failure: nil, onCancelled: onCancelled, completion: completion),
+            enqueue(
+                request, target: nil, success: nil, failure: nil, onCancelled: onCancelled, onPreview: onPreview,
+                completion: completion),
             loader: self)
     }
 }

@@ -5,10 +5,13 @@ import Foundation
 extension AsyncImageLoader {
     /// Makes a request: a cache hit is scheduled for delivery at once (before
     /// this returns when called on the delivery queue); anything else joins
-    /// its target's lane and its URL's job.
+    /// its target's lane and its URL's job. `onPreview` is in place before
+    /// the transfer can start (``ImageTask/onPreview(_:)``, added after
+    /// this returns, can miss a preview made meanwhile).
     func enqueue(
         _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
         isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
+        onPreview: (@Sendable (Image) -> Void)? = nil,
         completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
         // The cache is asked outside the loader's lock (it may be anyone's `ImageCaching`).
@@ -20,6 +23,7 @@ extension AsyncImageLoader {
             cache: policy.contains(.skipMemoryWrites) ? nil : cache,
             isPrefetch: isPrefetch, onCancelled: onCancelled, completion: completion)
         record.heldIn = hit == nil ? nil : cache
+        if let onPreview { record.previewHandlers = [onPreview] }
         // Inline only outside other deliveries (see `DeliveryDepth`).
         let inline =
             hit != nil && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)
