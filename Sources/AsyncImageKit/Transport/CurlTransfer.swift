@@ -426,8 +426,8 @@ final class CurlTransfer: @unchecked Sendable {
             // libcurl 7.88 reports a header line over its limit as out of
             // memory (8.6 has CURLE_TOO_LARGE for it).
             return .failure(.headersTooLarge(url, limit: Self.headerLineLimit))
-        case CURLE_RECV_ERROR where headerBytes > Self.headerBlockLimit:
-            // "Too large response headers".
+        case CURLE_RECV_ERROR where body.isEmpty && !bodyTooLarge && headerBytes > Self.headerBlockLimit:
+            // "Too large response headers" (not a connection reset mid-body).
             return .failure(.headersTooLarge(url, limit: Self.headerBlockLimit))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))
