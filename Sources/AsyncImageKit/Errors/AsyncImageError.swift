@@ -53,8 +53,11 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// requests pending (not yet delivered or cancelled): this one was
     /// refused at once, before any cache or transfer.
     case queueFull(URL, limit: Int)
-    /// A response's header block was larger than the limit, in bytes
-    /// (``TransportConfiguration/maxHeaderSize``); counted as the headers arrive.
+    /// A response's header block was larger than `limit` bytes: the limit
+    /// set (``TransportConfiguration/maxHeaderSize``, counted per response as
+    /// the headers arrive), or libcurl's own, which come first for a single
+    /// huge line (in libcurl 7.88: 100 KiB for one line, 300 KiB for a whole
+    /// block). Nothing of the body was used.
     case headersTooLarge(URL, limit: Int)
 
     /// The URL the failure concerns, if any.

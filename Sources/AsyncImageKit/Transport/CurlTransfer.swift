@@ -313,7 +313,10 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     /// One header line of the response (loop thread). Past the header
-    /// size limit, returns 0: libcurl then ends the transfer.
+    /// size limit, returns 0: libcurl then ends the transfer. Parsed as
+    /// bytes, and a repeated name's values appended in place: a hostile
+    /// server's block of thousands of tiny lines costs the transport thread,
+    /// which every transfer shares, little time.
     func receiveHeader(_ bytes: UnsafeRawPointer, count: Int) -> Int {
         // Counted per hop of a redirect chain (interim 1xx responses included).
         var hop = 0
@@ -324,16 +327,31 @@ final class CurlTransfer: @unchecked Sendable {
             headersTooLarge = true
             return 0
         }
-        let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
+        let line = UnsafeRawBufferPointer(start: bytes, count: count)
+        if line.starts(with: Self.statusLinePrefix) {
             responseHeaders = [:]
-        } else if let colon = line.firstIndex(of: ":"), responseHeaders.count < 200 {
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            responseHeaders[name] = responseHeaders[name].map { "\($0), \(value)" } ?? value
+        } else if responseHeaders.count < 200, let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = String(decoding: Self.trimmed(line[..<colon]), as: UTF8.self).lowercased()
+            let value = String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self)
+            if let index = responseHeaders.index(forKey: name) {
+                responseHeaders.values[index].append(", " + value)
+            } else {
+                responseHeaders[name] = value
+            }
         }
         return count
+    }
+
+    private static let statusLinePrefix = Array("HTTP/".utf8)
+
+    /// `bytes` without the spaces, tabs, CRs and LFs at either end.
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
     }
 
     /// Reads the outcome off the finished handle, frees it, and delivers.
@@ -428,11 +446,18 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
         case CURLE_TOO_MANY_REDIRECTS:
             return .failure(.tooManyRedirects(url, limit: configuration.maxRedirects))
-        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0 && !Self.redirectSchemes.contains(finalURL.scheme?.lowercased() ?? ""):
+        case CURLE_UNSUPPORTED_PROTOCOL where redirects > 0 && redirectSchemeWasRefused(finalURL: finalURL):
             // The first URL's scheme was checked before starting: the
             // redirect's is refused. (The same code with an allowed scheme
             // is a reply libcurl refuses, such as HTTP/0.9: a transport error.)
             return .failure(.disallowedRedirect(url, message: message))
+        case CURLE_OUT_OF_MEMORY where body.isEmpty && !bodyTooLarge && isHTTP:
+            // libcurl 7.88 reports a header line over its limit as out of
+            // memory (8.6 has CURLE_TOO_LARGE for it).
+            return .failure(.headersTooLarge(url, limit: Self.headerLineLimit))
+        case CURLE_RECV_ERROR where body.isEmpty && !bodyTooLarge && curlHeaderBytes > Self.headerBlockLimit:
+            // "Too large response headers" (not a connection reset mid-body).
+            return .failure(.headersTooLarge(url, limit: Self.headerBlockLimit))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))
         case _ where Self.tlsCodes.contains(code):
@@ -440,6 +465,36 @@ final class CurlTransfer: @unchecked Sendable {
         default:
             return .failure(.transport(url, code: Int(code.rawValue), message: message))
         }
+    }
+
+    /// libcurl's limit on one response header line (`CURL_MAX_HTTP_HEADER`), in bytes.
+    static let headerLineLimit = 100 * 1024
+    /// libcurl's limit on a response's header block (`MAX_HTTP_RESP_HEADER_SIZE`), in bytes.
+    static let headerBlockLimit = 300 * 1024
+
+    /// Whether the transfer is over HTTP (a `file` URL has no headers).
+    private var isHTTP: Bool { ["http", "https"].contains(url.scheme?.lowercased() ?? "") }
+
+    /// The header bytes libcurl has counted so far (every response of the
+    /// transfer; `CURLINFO_HEADER_SIZE`), before the handle is freed.
+    private var curlHeaderBytes: Int {
+        var size = 0
+        guard let easy, aiv_curl_easy_getinfo_long(easy, CURLINFO_HEADER_SIZE, &size) == CURLE_OK else { return 0 }
+        return size
+    }
+
+    /// Whether a redirect failed for its target's scheme: the URL it led to
+    /// has a scheme a redirect may not use, or the last response's
+    /// `Location` does (libcurl leaves the effective URL at the redirecting
+    /// one when it cannot parse the target, as for a scheme it does not
+    /// know, such as `data:`).
+    private func redirectSchemeWasRefused(finalURL: URL) -> Bool {
+        func refused(_ target: URL) -> Bool { !Self.redirectSchemes.contains(target.scheme?.lowercased() ?? "") }
+        if refused(finalURL) { return true }
+        guard let location = responseHeaders["location"], let target = URL(string: location, relativeTo: finalURL) else {
+            return false
+        }
+        return refused(target.absoluteURL)
     }
 
     /// libcurl's codes for a failed TLS setup: the peer's certificate, the

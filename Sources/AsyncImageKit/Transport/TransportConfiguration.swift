@@ -21,9 +21,10 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// byte more fails with ``AsyncImageError/headersTooLarge(_:limit:)``.
     ///
     /// libcurl has caps of its own that no setting moves (7.88): a single
-    /// header line over 100 KiB fails as a ``AsyncImageError/transport(_:code:message:)``
-    /// error 27 before this limit sees it, and a block over 300 KiB as
-    /// error 56. A limit above those is held to them.
+    /// header line over 100 KiB fails before this limit sees it, and a
+    /// block over 300 KiB whatever this limit; both are
+    /// ``AsyncImageError/headersTooLarge(_:limit:)`` too, with libcurl's
+    /// figure as the limit. A limit above those is held to them.
     public var maxHeaderSize: Int
     /// Which URLs and addresses transfers may reach (default
     /// ``URLPolicy/unrestricted``): checked for the first URL, every

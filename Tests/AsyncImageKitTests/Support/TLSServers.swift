@@ -68,7 +68,8 @@ enum ExternalTool {
 }
 
 /// A throwaway certificate authority and a server certificate it signed for
-/// `127.0.0.1` (subject alternative name `IP:127.0.0.1`), as PEM files.
+/// `127.0.0.1` (subject alternative name `IP:127.0.0.1`, or another name to
+/// make a certificate for the wrong host), as PEM files.
 struct TestCertificates {
     /// The authority's certificate: what a client must trust.
     let authority: URL
@@ -76,8 +77,11 @@ struct TestCertificates {
     let certificate: URL
     let key: URL
 
-    /// Makes a fresh authority named `name` and a server certificate in `folder` (created).
-    static func make(in folder: URL, name: String = "AsyncImageKit test CA") throws -> TestCertificates {
+    /// Makes a fresh authority named `name` and a server certificate for
+    /// `subjectAltName` in `folder` (created).
+    static func make(
+        in folder: URL, name: String = "AsyncImageKit test CA", subjectAltName: String = "IP:127.0.0.1"
+    ) throws -> TestCertificates {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try ExternalTool.run(
@@ -90,7 +94,7 @@ struct TestCertificates {
             "openssl", ["req", "-new"] + ecKey + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"],
             in: folder)
         let extensions = """
-            subjectAltName=IP:127.0.0.1
+            subjectAltName=\(subjectAltName)
             basicConstraints=critical,CA:FALSE
             keyUsage=critical,digitalSignature,keyEncipherment
             extendedKeyUsage=serverAuth

@@ -120,10 +120,12 @@ extension Result {
 
 extension AsyncImageError {
     /// A failure to reach the server, after which a stale stored response
-    /// may be served (RFC 9111, 4.2.4): transport errors, timeouts, 5xx.
+    /// may be served (RFC 9111, 4.2.4): transport errors (a response too
+    /// broken to read among them, such as one with oversized headers),
+    /// timeouts, 5xx.
     var allowsStaleResponse: Bool {
         switch self {
-        case .transport, .timedOut: return true
+        case .transport, .timedOut, .headersTooLarge: return true
         case .httpStatus(_, let code): return code >= 500
         default: return false
         }
