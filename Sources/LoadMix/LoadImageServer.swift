@@ -19,7 +19,14 @@ public final class LoadImageServer: Sendable {
 
     /// What image N is.
     public enum Kind: Sendable {
-        case png, jpeg, notAnImage, missing
+        /// A 32x32 PNG of one colour.
+        case png
+        /// A 32x32 photo-like JPEG.
+        case jpeg
+        /// A body in no image format (a decoding failure).
+        case notAnImage
+        /// A 404 (a transport failure).
+        case missing
     }
 
     /// What image N is (the same for `/img/` and `/async/`).

@@ -16,7 +16,9 @@ import XCTest
 ///   or a typed error, one notification right before each action, nothing
 ///   after a cancel or to a dead target, and the loader keeps no target alive;
 /// - in flight never above the cap (the loader's count and the server's);
-/// - descriptors and RSS back near their baseline once the cache is cleared;
+/// - descriptors and RSS back near their baseline once the cache is cleared
+///   (RSS not under ThreadSanitizer, whose own shadow memory and allocator
+///   caches grow with every thread the server starts);
 /// - an idle loader uses no CPU.
 ///
 /// The generator's seed is printed; `ASYNCIMAGE_LOAD_SEED=N` repeats a run's
@@ -27,11 +29,12 @@ final class LoadTests: XCTestCase {
     func testLoadAtEightConcurrentLoads() throws { try runLoad(concurrentLoads: 8) }
     func testLoadAtThirtyTwoConcurrentLoads() throws { try runLoad(concurrentLoads: 32) }
 
-    /// Requests per setting: 20,000 (about 10 s each here), a tenth of that
-    /// under ThreadSanitizer, which runs this code 5 to 10 times slower.
+    /// Requests per setting: 20,000 (5 s or so each in a debug build here),
+    /// a quarter of that under ThreadSanitizer (detected at run time), which
+    /// runs this code several times slower.
     static var requestsPerSetting: Int {
         if let text = ProcessInfo.processInfo.environment["ASYNCIMAGE_LOAD_REQUESTS"], let count = Int(text) { return count }
-        return ProcessResources.isThreadSanitized ? 2_000 : 20_000
+        return ProcessResources.isThreadSanitized ? 5_000 : 20_000
     }
 
     /// RSS may end this far above its baseline. The baseline is taken after
@@ -39,8 +42,10 @@ final class LoadTests: XCTestCase {
     /// tables, the loader's and the server's tables at their working size),
     /// both readings after the cache is cleared and the heap trimmed; what
     /// remains is allocator fragmentation and thread stacks of the server's
-    /// kept-alive connections. A leak of one small image (4 KB) per request
-    /// would be 80 MB at 20,000 requests; of one request record, about 10 MB.
+    /// kept-alive connections: 0.6 to 5 MB here. A leak of one small image
+    /// (4 KB) per request would be 80 MB at 20,000 requests; the transfer
+    /// leak this test found (a task, its closures and its job kept by a
+    /// cycle, about 1 KB per request that reached the network) was 17 to 27 MB.
     static let residentTolerance = 8 * 1_048_576
 
     func runLoad(concurrentLoads cap: Int) throws {
@@ -77,7 +82,9 @@ final class LoadTests: XCTestCase {
         // reuse, each one descriptor on its side and one on the server's (in
         // this process): at most 2 per slot, whatever the number of requests.
         XCTAssertLessThanOrEqual(after.descriptors, before.descriptors + 2 * cap + 4, "descriptors leak")
-        XCTAssertLessThanOrEqual(after.residentBytes, before.residentBytes + Self.residentTolerance, "memory leaks")
+        if !ProcessResources.isThreadSanitized {
+            XCTAssertLessThanOrEqual(after.residentBytes, before.residentBytes + Self.residentTolerance, "memory leaks")
+        }
 
         // Idle: a second with nothing to do must cost next to no CPU (a
         // polling loop would take a good part of it). The one wait here
