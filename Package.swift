@@ -8,8 +8,9 @@ import PackageDescription
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
 ///   that owns every `setjmp` used by libpng and libjpeg. giflib and libwebp
 ///   (`CGIF`, `CWebP`) report errors by return value and are called from Swift.
-/// - `LoopbackHTTP`, `ImageFixtures`: support code for the tests, the demo and
-///   the benchmark (a real HTTP/1.1 server on 127.0.0.1, generated images).
+/// - `LoopbackHTTP`, `ImageFixtures`, `LoadMix`: support code for the tests,
+///   the demo and the benchmark (a real HTTP/1.1 server on 127.0.0.1,
+///   generated images, the load test's and the soak's request mix).
 ///
 /// Only the library's own needs go in `dependencies` (swift-log): the demo,
 /// the benchmark and the tests add none (the demo parses its own command
@@ -66,6 +67,10 @@ let package = Package(
         .target(
             name: "ImageFixtures", dependencies: ["AsyncImageKit", "CGIF", "CZlib"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The load mix shared by the load test and the benchmark's soak.
+        .target(
+            name: "LoadMix", dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .executableTarget(
             name: "asyncimage-demo",
@@ -74,7 +79,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-bench",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "CPNG", "CGIF"],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF"],
             path: "Benchmarks",
             exclude: ["reference"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
@@ -90,7 +95,7 @@ let package = Package(
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "asyncimage-demo",
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.

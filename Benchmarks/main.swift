@@ -9,6 +9,7 @@ import Foundation
 ///     .build/release/asyncimage-bench resize | cache
 ///     .build/release/asyncimage-bench disk [--count N] [--entries N] [--large]
 ///     .build/release/asyncimage-bench thumbnails [--count N] [--runs R] [--peers vips,vips-each,magick,pillow]
+///     .build/release/asyncimage-bench soak [--minutes M] [--loads N] [--output DIR] [--seed S]
 ///
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
 /// `disk`: the disk cache: cold loads, warm disk hits and 304 revalidations
@@ -20,6 +21,11 @@ import Foundation
 /// `thumbnails`: 12-MP files to 256x256 thumbnails through `file://` URLs,
 /// against vipsthumbnail, ImageMagick and Pillow, and against libjpeg-turbo's
 /// own scaled decode of the same files (the floor). (`thumb-one` is its child.)
+/// `soak`: the load test's mix (random cancels by every API, target
+/// deallocations, cache purges) for M minutes (default 5) at N concurrent
+/// loads (default 8): RSS, descriptors, in-flight and completed requests
+/// every second, a table, `soak.csv` and `soak.png` in DIR (default
+/// bench-output/soak); exits 1 if a check failed.
 /// `scale`: the loader's cost per call against the number of pending requests
 /// (N = 1k to 1M, queued behind a transfer the loopback server holds): enqueue,
 /// `url(for:)`, cancelling by URL, target and action, on one target or N; ns
@@ -41,6 +47,8 @@ case "resize":
     runResizeBenchmark(seconds: parseOptions(arguments.dropFirst()).seconds)
 case "disk":
     try runDiskBenchmark(parseDiskOptions(arguments.dropFirst()))
+case "soak":
+    try runSoak(parseSoakOptions(arguments.dropFirst()))
 case "progressive":
     try runProgressiveBenchmark(arguments.dropFirst())
 case "thumbnails":
@@ -52,6 +60,6 @@ case "serve":
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | resize | cache")
+    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }

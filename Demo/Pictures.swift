@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import ImageFixtures
 
 /// The pictures the demo writes.
 enum Pictures {

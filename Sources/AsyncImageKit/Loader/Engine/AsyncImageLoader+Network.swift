@@ -101,6 +101,7 @@ extension AsyncImageLoader {
             observer.partial = { [weak self] received in self?.keep(received, resuming: partial, in: store, job) }
         }
         let task = dataLoader.loadData(request, observer: observer) { [weak self] result in
+            handle.finished()  // before anything else: the handle must not keep this task (see there)
             guard let self else { return }
             var result = result
             if let partial {

@@ -14,9 +14,13 @@ import Foundation
 ///   ``attach(_:)`` says so and the loader frees the slot then. So the
 ///   transport never holds more transfers than the loader has slots.
 /// - Once attached: a cancel is the task's.
+/// - Once the task's completion runs (``finished()``), or a cancel made sure
+///   it never will: the handle lets go of the task. The task's completion
+///   holds the handle (and the job): a handle that kept its task would keep
+///   the transfer, its closures and the job alive for good, a cycle per transfer.
 final class TransferHandle: @unchecked Sendable {
     private enum State {
-        case idle, starting, cancelWhileStarting, cancelled
+        case idle, starting, cancelWhileStarting, cancelled, finished
         case attached(any DataLoadingTask)
     }
 
@@ -46,10 +50,13 @@ final class TransferHandle: @unchecked Sendable {
     func attach(_ task: any DataLoadingTask) -> Bool {
         lock.lock()
         let cancelNow: Bool
-        if case .cancelWhileStarting = state {
+        switch state {
+        case .cancelWhileStarting:
             cancelNow = true
             state = .cancelled
-        } else {
+        case .finished:
+            cancelNow = false  // its completion ran already: nothing to hold
+        default:
             cancelNow = false
             state = .attached(task)
         }
@@ -75,13 +82,38 @@ final class TransferHandle: @unchecked Sendable {
         case .starting:
             state = .cancelWhileStarting
             task = nil
-        case .cancelWhileStarting, .cancelled:
+        case .cancelWhileStarting, .cancelled, .finished:
             task = nil
         case .attached(let attached):
             task = attached
         }
         lock.unlock()
         guard let task else { return result }
-        return task.cancel()
+        guard task.cancel() else { return false }
+        // Its completion will never run (to call `finished()`): let go of it here.
+        lock.lock()
+        if case .attached = state { state = .cancelled }
+        lock.unlock()
+        return true
+    }
+
+    /// The task's completion is running: the handle lets go of the task
+    /// (see above). Called first thing in the completion, which may run
+    /// before the task is attached; a later ``attach(_:)`` then keeps nothing.
+    func finished() {
+        lock.lock()
+        let released: (any DataLoadingTask)?
+        switch state {
+        case .attached(let task):
+            released = task
+            state = .finished
+        case .starting:
+            released = nil
+            state = .finished
+        case .idle, .cancelWhileStarting, .cancelled, .finished:
+            released = nil
+        }
+        lock.unlock()
+        withExtendedLifetime(released) {}  // the task's last release, outside the lock
     }
 }

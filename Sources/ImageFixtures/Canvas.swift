@@ -1,21 +1,27 @@
 import AsyncImageKit
 import Foundation
 
-/// An RGBA drawing surface for the demo's pictures: rectangles, images
-/// (centre-cropped to fill a rectangle), and text in a tiny 3x5 pixel font.
-struct Canvas {
-    let width: Int
-    let height: Int
-    private(set) var pixels: [UInt8]
+/// An RGBA drawing surface for the demo's pictures and the benchmark's
+/// plots: rectangles, images (centre-cropped to fill a rectangle), and text
+/// in a tiny 3x5 pixel font.
+public struct Canvas: Sendable {
+    /// Width in pixels.
+    public let width: Int
+    /// Height in pixels.
+    public let height: Int
+    /// RGBA, row after row, no padding.
+    public private(set) var pixels: [UInt8]
 
-    init(width: Int, height: Int, background: RGBA) {
+    /// A canvas filled with `background`.
+    public init(width: Int, height: Int, background: RGBA) {
         self.width = width
         self.height = height
         pixels = [UInt8](repeating: 0, count: width * height * 4)
         fill(x: 0, y: 0, width: width, height: height, color: background)
     }
 
-    mutating func fill(x: Int, y: Int, width w: Int, height h: Int, color: RGBA) {
+    /// Fills a rectangle (clipped to the canvas), blended by `color`'s alpha.
+    public mutating func fill(x: Int, y: Int, width w: Int, height h: Int, color: RGBA) {
         let x0 = max(0, x), y0 = max(0, y)
         let x1 = min(width, x + w), y1 = min(height, y + h)
         guard x0 < x1, y0 < y1 else { return }
@@ -42,7 +48,7 @@ struct Canvas {
 
     /// Draws `image` (its first frame) scaled to cover the rectangle and centre-cropped,
     /// blended over what is there by its alpha.
-    mutating func draw(_ image: Image, x: Int, y: Int, width w: Int, height h: Int) {
+    public mutating func draw(_ image: Image, x: Int, y: Int, width w: Int, height h: Int) {
         guard w > 0, h > 0 else { return }
         let scale = max(Double(w) / Double(image.width), Double(h) / Double(image.height))
         let offsetX = (Double(image.width) * scale - Double(w)) / 2
@@ -67,7 +73,7 @@ struct Canvas {
 
     /// Draws `image` (its first frame) at its own size with its top-left
     /// corner at (x, y), blended over what is there by its alpha.
-    mutating func place(_ image: Image, x: Int, y: Int) {
+    public mutating func place(_ image: Image, x: Int, y: Int) {
         image.pixels.withUnsafeBytes { raw in
             let src = raw.bindMemory(to: UInt8.self)
             for row in 0..<image.height where y + row >= 0 && y + row < height {
@@ -85,7 +91,7 @@ struct Canvas {
     }
 
     /// Draws text in the 3x5 font, each font pixel `scale` pixels square.
-    mutating func text(_ string: String, x: Int, y: Int, scale: Int = 2, color: RGBA) {
+    public mutating func text(_ string: String, x: Int, y: Int, scale: Int = 2, color: RGBA) {
         var cursor = x
         for character in string.uppercased() {
             if let rows = Font.glyphs[character] {
@@ -100,11 +106,13 @@ struct Canvas {
     }
 
     /// The width `text` takes.
-    static func textWidth(_ string: String, scale: Int = 2) -> Int { string.count * 4 * scale - scale }
+    public static func textWidth(_ string: String, scale: Int = 2) -> Int { string.count * 4 * scale - scale }
 
-    var image: Image { Image(width: width, height: height, rgba: Data(pixels)) }
+    /// The canvas as an image.
+    public var image: Image { Image(width: width, height: height, rgba: Data(pixels)) }
 
-    func writePNG(to url: URL) throws {
+    /// Writes the canvas as a PNG file.
+    public func writePNG(to url: URL) throws {
         try PNGEncoder().encode(image).write(to: url)
     }
 }
