@@ -22,6 +22,9 @@ struct JPEGHeader {
     var hasICCProfile = false
     /// The first readable APP1 `Exif` block.
     var exif: EXIFProperties?
+    /// Whether the walk reached the first scan (or the end of the image):
+    /// nothing after it changes what was read.
+    var reachedScan = false
 
     /// EXIF orientation, `.up` when absent or invalid.
     var orientation: ImageOrientation { exif?.orientation ?? .up }
@@ -41,7 +44,10 @@ struct JPEGHeader {
             guard let marker = bytes.u8(offset + 1) else { return }
             if marker == 0xFF { offset += 1; continue }  // fill byte
             if marker == 0x00 || marker == 0x01 || (0xD0...0xD8).contains(marker) { offset += 2; continue }
-            if marker == 0xD9 || marker == 0xDA { return }  // EOI, SOS
+            if marker == 0xD9 || marker == 0xDA {  // EOI, SOS
+                reachedScan = true
+                return
+            }
             guard let length = bytes.u16(offset + 2).map(Int.init), length >= 2,
                 let payload = bytes.slice(offset + 4, length - 2)
             else { return }
