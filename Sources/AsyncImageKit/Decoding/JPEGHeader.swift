@@ -48,9 +48,10 @@ struct JPEGHeader {
                 reachedScan = true
                 return
             }
-            guard let length = bytes.u16(offset + 2).map(Int.init), length >= 2,
-                let payload = bytes.slice(offset + 4, length - 2)
-            else { return }
+            guard var length = bytes.u16(offset + 2).map(Int.init) else { return }
+            // An APPn or COM length under 2: libjpeg skips nothing past the length bytes (and carries on).
+            if length < 2, JPEGHeader.isSkippedWhenShort(marker) { length = 2 }
+            guard length >= 2, let payload = bytes.slice(offset + 4, length - 2) else { return }
             switch marker {
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 if startOfFrameMarker == nil, payload.count >= 6, let height = payload.u16(1),
@@ -76,6 +77,13 @@ struct JPEGHeader {
             }
             offset += 2 + length
         }
+    }
+
+    /// Whether libjpeg reads a `marker` segment whose length field is under
+    /// 2 as an empty one: APPn and COM, whose payload it skips (`length - 2`
+    /// bytes, when positive), where any other segment is an error.
+    static func isSkippedWhenShort(_ marker: UInt8) -> Bool {
+        (0xE0...0xEF).contains(marker) || marker == 0xFE
     }
 
     /// The colour model libjpeg infers (its `default_decompress_parms` rules).

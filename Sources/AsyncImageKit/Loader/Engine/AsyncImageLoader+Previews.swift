@@ -85,7 +85,8 @@ package final class PreviewWatcher: @unchecked Sendable {
             if marker == 0xFF { offset += 1; continue }
             if marker == 0xDA { return offset }
             if marker == 0x01 || (0xD0...0xD9).contains(marker) { offset += 2; continue }
-            let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            var length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            if length < 2, JPEGHeader.isSkippedWhenShort(marker) { length = 2 }  // as libjpeg reads it
             guard length >= 2, offset + 2 + length <= bytes.count else { return nil }
             if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC, length >= 8 {
                 let count = Int(bytes[offset + 9])
