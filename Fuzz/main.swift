@@ -2,7 +2,7 @@
 // and AddressSanitizer (`swift build --sanitize=fuzzer --sanitize=address`)
 // and runs one target at a time, named by the environment:
 //
-//     FUZZ_TARGET=png .build-fuzz/debug/asyncimage-fuzz CORPUS_DIR...
+//     FUZZ_TARGET=png .build-fuzz/release/asyncimage-fuzz CORPUS_DIR...
 //
 // The targets are in Fuzz/Targets (module FuzzTargets, also used by
 // FuzzRegressionTests): image, png, jpeg, gif, webp, sniff, probe, exif,

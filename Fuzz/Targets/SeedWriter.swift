@@ -4,7 +4,7 @@ import Foundation
 /// Writes the seeds of the targets whose inputs no image corpus holds:
 /// disk cache entry files (`disk-entry`) and stored processed images
 /// (`stored-image`), each as the library itself writes them.
-/// `FUZZ_WRITE_SEEDS=Fuzz/seeds .build-fuzz/debug/asyncimage-fuzz` made `Fuzz/seeds/<target>/`.
+/// `FUZZ_WRITE_SEEDS=Fuzz/seeds .build-fuzz/release/asyncimage-fuzz` made `Fuzz/seeds/<target>/`.
 public enum SeedWriter {
     /// Writes the seeds under `directory/<target>/`.
     public static func write(to directory: URL) throws {
