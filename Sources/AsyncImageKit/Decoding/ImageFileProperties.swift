@@ -162,8 +162,10 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// everything they are read from, so that they are the whole file's
     /// ``init(data:)`` gives: a JPEG up to its first scan (long before its
     /// pixels), a PNG up to `IEND`, a GIF up to its trailer (its frames are
-    /// counted), a WebP's whole RIFF container. `nil` until then, and for
-    /// what ``init(data:)`` refuses.
+    /// counted). Never for WebP: libwebp's reading of the headers depends on
+    /// how many bytes it is given, even past the RIFF container's declared
+    /// end, so only the whole body gives the whole file's properties. `nil`
+    /// until then, and for what ``init(data:)`` refuses.
     package init?(prefix: Data) {
         self.init(prefix, requiringAllHeaders: true)
     }
@@ -201,7 +203,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 hasTransparency: header.hasTransparency)
         case .webp?:
             let header = WebPHeader(data)
-            guard let size = header.size, !requiringAllHeaders || header.isWhole else { return nil }
+            guard let size = header.size, !requiringAllHeaders else { return nil }
             let colorType: ImageColorType =
                 header.compression == .lossy ? .ycbcr : header.hasAlpha ? .rgba : .rgb
             self.init(

@@ -19,8 +19,6 @@ struct WebPHeader {
     var playCount: Int?
     var hasICCProfile = false
     var exif: EXIFProperties?
-    /// Whether the data holds the whole RIFF container its header declares.
-    var isWhole = false
 
     init(_ data: Data) {
         data.withBytes { bytes, count in read(bytes, count: count) }
@@ -32,7 +30,6 @@ struct WebPHeader {
             WebPGetFeatures(bytes, count, &features) == VP8_STATUS_OK, features.width > 0, features.height > 0
         else { return }
         size = PixelSize(width: Int(features.width), height: Int(features.height))
-        isWhole = Self.riffSize(bytes, count: count).map { UInt64(count) >= UInt64($0) + 8 } ?? false
         hasAlpha = features.has_alpha != 0
         isAnimated = features.has_animation != 0
         switch features.format {

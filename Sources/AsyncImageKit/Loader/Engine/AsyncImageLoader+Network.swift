@@ -40,8 +40,8 @@ extension AsyncImageLoader {
         var observer = DataTransferObserver()
         // The header probe: the file's properties (its size above all) from
         // the body's first bytes (`ImageFileProperties(prefix:)`: a JPEG's
-        // long before its pixels; a PNG's, GIF's or WebP's once its last
-        // header is in, the file's end: none can change after). Told on the
+        // long before its pixels; a PNG's or GIF's once its last header is
+        // in, the file's end; a WebP's from the whole body). Told on the
         // loader's timer queue: this runs on the transport's thread, which a
         // cancel under the loader's lock may be waiting for.
         // A progressive JPEG's scans, watched for previews and for the end
