@@ -113,6 +113,7 @@ extension AsyncImageLoader {
         _ job: LoadJob, _ handle: TransferHandle, _ result: Result<DataResponse, AsyncImageError>,
         stored: StoredResponse? = nil, stale: Staleness = .fresh, endedEarly: Bool = false
     ) {
+        handle.end()
         // A body from disk, a file, or a transport without a probe: its
         // header read here, outside the lock (once per job).
         if case .success(let response) = result, !response.data.isEmpty,

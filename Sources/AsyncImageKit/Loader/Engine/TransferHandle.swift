@@ -18,6 +18,10 @@ final class TransferHandle: @unchecked Sendable {
     private enum State {
         case idle, starting, cancelWhileStarting, cancelled
         case attached(any DataLoadingTask)
+        /// Its task cancelled or its outcome in: the task is let go (its
+        /// closures hold this handle and the job: kept, they made a cycle
+        /// that leaked every network transfer; LeakSanitizer found it).
+        case ended
     }
 
     private let lock = NSLock()
@@ -75,13 +79,22 @@ final class TransferHandle: @unchecked Sendable {
         case .starting:
             state = .cancelWhileStarting
             task = nil
-        case .cancelWhileStarting, .cancelled:
+        case .cancelWhileStarting, .cancelled, .ended:
             task = nil
         case .attached(let attached):
             task = attached
+            state = .ended
         }
         lock.unlock()
         guard let task else { return result }
         return task.cancel()
+    }
+
+    /// The transfer's outcome is in (``AsyncImageLoader/transferFinished``):
+    /// the task is let go, and a later cancel does nothing.
+    func end() {
+        lock.lock()
+        if case .attached = state { state = .ended }
+        lock.unlock()
     }
 }
