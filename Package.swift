@@ -84,18 +84,24 @@ let package = Package(
             exclude: ["reference"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
-        // The decoders' libFuzzer target (see Fuzz/run).
+        // The libFuzzer targets (see Fuzz/run): the targets themselves, also
+        // replayed by the tests, and the libFuzzer entry point.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["AsyncImageKit"],
+            path: "Fuzz/Targets",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-fuzz",
-            dependencies: ["AsyncImageKit"],
+            dependencies: ["FuzzTargets"],
             path: "Fuzz",
-            exclude: ["run", "seeds"],
+            exclude: ["Targets", "run", "smoke", "seeds", "lsan.supp"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo",
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "FuzzTargets",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.

@@ -1,49 +1,53 @@
-// The decoders' fuzz target: `Fuzz/run` builds it with libFuzzer and
-// AddressSanitizer (`swift build --sanitize=fuzzer --sanitize=address`) and
-// runs it on the corpus's files. In an ordinary build it does nothing.
+// The libFuzzer entry point: `Fuzz/run` builds this product with libFuzzer
+// and AddressSanitizer (`swift build --sanitize=fuzzer --sanitize=address`)
+// and runs one target at a time, named by the environment:
+//
+//     FUZZ_TARGET=png .build-fuzz/release/asyncimage-fuzz CORPUS_DIR...
+//
+// The targets are in Fuzz/Targets (module FuzzTargets, also used by
+// FuzzRegressionTests): image, png, jpeg, gif, webp, sniff, probe, exif,
+// jpeg-preview, disk-entry, stored-image. In an ordinary build this
+// program does nothing.
 //
 // No top-level code: under `--sanitize=fuzzer` SwiftPM compiles this file as a
 // library and libFuzzer supplies `main`.
-import AsyncImageKit
 import Foundation
+import FuzzTargets
 
-/// One input: decoded at full size and downsampled (the first byte picks the
-/// display size and content mode), under a small pixel limit so that each run
-/// stays quick, and its header properties read (`ImageFileProperties`).
-/// Every input must end in an image or a thrown `AsyncImageError`; anything
-/// else (a crash, a leak, a sanitizer report, an image whose pixels do not
-/// match its size, a decoded image whose size or frame count its header
-/// properties do not give) is a finding.
+/// The target `FUZZ_TARGET` names (default `image`); an unknown name stops the run.
+let selectedTarget: FuzzTarget = {
+    let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? FuzzTarget.image.rawValue
+    guard let target = FuzzTarget(name: name) else {
+        let names = FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")
+        fatalError("FUZZ_TARGET=\(name) is not a target; the targets: \(names)")
+    }
+    return target
+}()
+
+/// Before the first input: names the target; with `FUZZ_WRITE_SEEDS=DIR`,
+/// writes the disk cache targets' seeds under DIR and exits.
+@_cdecl("LLVMFuzzerInitialize")
+public func fuzzInitialize(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> CInt {
+    if let directory = ProcessInfo.processInfo.environment["FUZZ_WRITE_SEEDS"] {
+        do {
+            try SeedWriter.write(to: URL(fileURLWithPath: directory))
+            exit(0)
+        } catch {
+            fatalError("writing the seeds to \(directory): \(error)")
+        }
+    }
+    FileHandle.standardError.write(Data("asyncimage-fuzz: target \(selectedTarget.rawValue)\n".utf8))
+    return 0
+}
+
+/// One input through the selected target: a problem it reports stops the run
+/// (libFuzzer keeps the input as a crash).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
-    let data = Data(bytes: bytes, count: count)
-    let properties = ImageFileProperties(data: data)
-    let selector = count > 0 ? Int(bytes[0]) : 0
-    let side = 1 + selector % 97
-    let options: [DecodingOptions] = [
-        DecodingOptions(maxPixels: 4_000_000),
-        DecodingOptions(
-            maxPixels: 4_000_000, targetSize: PixelSize(width: side, height: side + selector % 7),
-            contentMode: selector & 0x80 == 0 ? .aspectFill : .aspectFit),
-    ]
-    for option in options {
-        do {
-            let image = try ImageDecoder().decode(data, options: option)
-            precondition(
-                properties?.uprightPixelSize == image.originalSize && properties?.frameCount == image.frames.count,
-                "the header properties disagree with the decoded image")
-            precondition(image.width > 0 && image.height > 0, "empty image reported as a success")
-            precondition(image.bytesPerRow >= image.width * 4, "bytesPerRow too small")
-            for frame in image.frames {
-                frame.pixels.withUnsafeBytes { raw in
-                    precondition(raw.count >= image.bytesPerRow * image.height, "frame buffer smaller than its size")
-                    // Touch the first and last byte: ASan checks both ends.
-                    if let first = raw.first, let last = raw.last { _ = first &+ last }
-                }
-            }
-        } catch {
-            _ = error.localizedDescription
-        }
+    if let problem = selectedTarget.run(Data(bytes: bytes, count: count)) {
+        fatalError("[\(selectedTarget.rawValue)] \(problem)")
     }
     return 0
 }

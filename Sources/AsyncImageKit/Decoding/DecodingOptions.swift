@@ -41,7 +41,7 @@ public struct DecodingOptions: Sendable, Hashable {
     /// A preview of a progressive JPEG whose data stops after some scans
     /// (the loader's progressive previews): the end of the data is then not
     /// an error. Internal: never set for a final image.
-    var isProgressivePreview = false
+    package var isProgressivePreview = false
 
     /// Creates options.
     public init(

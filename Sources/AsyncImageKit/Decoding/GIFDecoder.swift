@@ -32,6 +32,10 @@ public struct GIFDecoder: ImageDecoding {
 
     /// Decodes every frame of a GIF; see ``ImageDecoding/decode(_:options:)``.
     public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
+        // giflib checks only the first three bytes ("GIF"): the version must be 87a or 89a, as sniffing has it.
+        guard ImageFormat.sniff(data) == .gif else {
+            throw failure(.header, "not a GIF file (no GIF87a or GIF89a signature)")
+        }
         let decoded: Result<Image, AsyncImageError> = data.withBytes { bytes, count in
             Result { () throws(AsyncImageError) -> Image in
                 try decodeFrames(bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames)

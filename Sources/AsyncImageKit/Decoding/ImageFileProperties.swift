@@ -154,10 +154,27 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// rejects). Damage after that header yields what was read before it.
     /// Never traps, whatever the input.
     public init?(data: Data) {
+        self.init(data, requiringAllHeaders: false)
+    }
+
+    /// The properties of a file whose first bytes are `prefix` (the loader's
+    /// header probe on a transfer's first bytes), once the prefix holds
+    /// everything they are read from, so that they are the whole file's
+    /// ``init(data:)`` gives: a JPEG up to its first scan (long before its
+    /// pixels), a PNG up to `IEND`, a GIF up to its trailer (its frames are
+    /// counted). Never for WebP: libwebp's reading of the headers depends on
+    /// how many bytes it is given, even past the RIFF container's declared
+    /// end, so only the whole body gives the whole file's properties. `nil`
+    /// until then, and for what ``init(data:)`` refuses.
+    package init?(prefix: Data) {
+        self.init(prefix, requiringAllHeaders: true)
+    }
+
+    private init?(_ data: Data, requiringAllHeaders: Bool) {
         switch ImageFormat.sniff(data) {
         case .png?:
             let header = PNGHeader(data)
-            guard let size = header.size else { return nil }
+            guard let size = header.size, !requiringAllHeaders || header.reachedEnd else { return nil }
             let colorType = header.colorType
             self.init(
                 format: .png, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
@@ -167,7 +184,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 animatedPNGPlayCount: header.animationPlayCount)
         case .jpeg?:
             let header = JPEGHeader(data)
-            guard let size = header.size, let marker = header.startOfFrameMarker else { return nil }
+            guard let size = header.size, let marker = header.startOfFrameMarker, !requiringAllHeaders || header.reachedScan
+            else { return nil }
             let coding = JPEGCoding(
                 startOfFrameMarker: marker, componentCount: header.componentIDs.count,
                 adobeTransform: header.adobeTransform, hasJFIF: header.hasJFIF)
@@ -177,7 +195,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 isInterlaced: coding.process == .progressive, exif: header.exif, jpeg: coding)
         case .gif?:
             let header = GIFHeader(data)
-            guard let size = header.size else { return nil }
+            guard let size = header.size, !requiringAllHeaders || header.reachedTrailer else { return nil }
             self.init(
                 format: .gif, pixelSize: size, bitDepth: header.globalPaletteBits ?? header.firstLocalPaletteBits ?? 8,
                 colorType: .palette, frameCount: header.frameCount, loopCount: header.loopCount,
@@ -185,7 +203,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 hasTransparency: header.hasTransparency)
         case .webp?:
             let header = WebPHeader(data)
-            guard let size = header.size else { return nil }
+            guard let size = header.size, !requiringAllHeaders else { return nil }
             let colorType: ImageColorType =
                 header.compression == .lossy ? .ycbcr : header.hasAlpha ? .rgba : .rgb
             self.init(

@@ -22,6 +22,9 @@ struct JPEGHeader {
     var hasICCProfile = false
     /// The first readable APP1 `Exif` block.
     var exif: EXIFProperties?
+    /// Whether the walk reached the first scan (or the end of the image):
+    /// nothing after it changes what was read.
+    var reachedScan = false
 
     /// EXIF orientation, `.up` when absent or invalid.
     var orientation: ImageOrientation { exif?.orientation ?? .up }
@@ -41,10 +44,14 @@ struct JPEGHeader {
             guard let marker = bytes.u8(offset + 1) else { return }
             if marker == 0xFF { offset += 1; continue }  // fill byte
             if marker == 0x00 || marker == 0x01 || (0xD0...0xD8).contains(marker) { offset += 2; continue }
-            if marker == 0xD9 || marker == 0xDA { return }  // EOI, SOS
-            guard let length = bytes.u16(offset + 2).map(Int.init), length >= 2,
-                let payload = bytes.slice(offset + 4, length - 2)
-            else { return }
+            if marker == 0xD9 || marker == 0xDA {  // EOI, SOS
+                reachedScan = true
+                return
+            }
+            guard var length = bytes.u16(offset + 2).map(Int.init) else { return }
+            // An APPn or COM length under 2: libjpeg skips nothing past the length bytes (and carries on).
+            if length < 2, JPEGHeader.isSkippedWhenShort(marker) { length = 2 }
+            guard length >= 2, let payload = bytes.slice(offset + 4, length - 2) else { return }
             switch marker {
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 if startOfFrameMarker == nil, payload.count >= 6, let height = payload.u16(1),
@@ -70,6 +77,13 @@ struct JPEGHeader {
             }
             offset += 2 + length
         }
+    }
+
+    /// Whether libjpeg reads a `marker` segment whose length field is under
+    /// 2 as an empty one: APPn and COM, whose payload it skips (`length - 2`
+    /// bytes, when positive), where any other segment is an error.
+    static func isSkippedWhenShort(_ marker: UInt8) -> Bool {
+        (0xE0...0xEF).contains(marker) || marker == 0xFE
     }
 
     /// The colour model libjpeg infers (its `default_decompress_parms` rules).

@@ -26,6 +26,8 @@ struct PNGHeader {
     /// The `acTL` chunk's frame and play counts.
     var animationFrameCount: Int?
     var animationPlayCount: Int?
+    /// Whether the walk reached `IEND`: nothing after it is read.
+    var reachedEnd = false
 
     /// The EXIF orientation to apply: `.up` when absent or invalid, or when
     /// the `eXIf` chunk comes after the image data. PNG's third edition
@@ -73,6 +75,7 @@ struct PNGHeader {
                     animationPlayCount = Int(plays)
                 }
             case 0x4945_4E44:  // IEND
+                reachedEnd = true
                 return
             default:
                 break

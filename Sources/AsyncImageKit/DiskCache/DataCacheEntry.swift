@@ -44,12 +44,12 @@ public struct DataCacheMetadata: Sendable, Hashable, Codable {
 /// metadata and the body (UInt32), reserved (UInt32), reserved (UInt32).
 /// Any mismatch (short file, wrong magic or version, lengths that do not
 /// add up to the file's size, checksum) makes the file unreadable: a miss.
-enum DataCacheEntry {
+package enum DataCacheEntry {
     static let magic: [UInt8] = Array("AIKD".utf8)
     static let version: UInt16 = 1
-    static let headerSize = 32
+    package static let headerSize = 32
 
-    static func encode(_ body: Data, metadata: DataCacheMetadata) -> Data {
+    package static func encode(_ body: Data, metadata: DataCacheMetadata) -> Data {
         let meta = (try? JSONEncoder().encode(metadata)) ?? Data()
         var out = Data(capacity: headerSize + meta.count + body.count)
         out.append(contentsOf: magic)
@@ -69,7 +69,7 @@ enum DataCacheEntry {
     }
 
     /// The entry in `file`, or why it cannot be read.
-    static func decode(_ file: Data) -> Result<(body: Data, metadata: DataCacheMetadata), DecodeFailure> {
+    package static func decode(_ file: Data) -> Result<(body: Data, metadata: DataCacheMetadata), DecodeFailure> {
         guard file.count >= headerSize else { return .failure(.short) }
         let bytes = [UInt8](file.prefix(headerSize))
         guard Array(bytes[0..<4]) == magic else { return .failure(.notAnEntry) }
@@ -94,7 +94,7 @@ enum DataCacheEntry {
         return .success((body, metadata))
     }
 
-    enum DecodeFailure: Error {
+    package enum DecodeFailure: Error {
         case short, notAnEntry, unknownVersion, newerVersion, checksum
     }
 

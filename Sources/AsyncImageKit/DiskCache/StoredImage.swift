@@ -17,7 +17,7 @@ import Foundation
 ///   ``ProcessedImageEncoding/lossless`` (pixel for pixel what was made);
 /// - `raw`: the frames of an animation, as they are (no encoder here writes
 ///   animations).
-enum StoredImage {
+package enum StoredImage {
     static let magic: [UInt8] = Array("AIKI".utf8)
     /// The largest side stored (a larger processed image is not stored).
     static let maxSide = 1 << 15
@@ -50,7 +50,7 @@ enum StoredImage {
     /// The bytes to store for `image`.
     ///
     /// - Throws: ``AsyncImageError/encoding(_:reason:)`` when the encoder fails.
-    static func encode(_ image: Image, encoding: ProcessedImageEncoding) throws(AsyncImageError) -> Data {
+    package static func encode(_ image: Image, encoding: ProcessedImageEncoding) throws(AsyncImageError) -> Data {
         guard image.width <= maxSide, image.height <= maxSide else {
             throw .encoding(.png, reason: "\(image.width)x\(image.height) is larger than a stored image may be")
         }
@@ -90,7 +90,7 @@ enum StoredImage {
 
     /// The image in `data`, or nil when it is not a stored image this
     /// version reads (the caller treats that as a miss).
-    static func decode(_ data: Data, decoders: ImageDecoderRegistry) -> Image? {
+    package static func decode(_ data: Data, decoders: ImageDecoderRegistry) -> Image? {
         let bytes = [UInt8](data.prefix(11))
         guard bytes.count == 11, Array(bytes[0..<4]) == magic,
             UInt16(bytes[4]) | UInt16(bytes[5]) << 8 == version,

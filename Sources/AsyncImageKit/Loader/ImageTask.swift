@@ -60,8 +60,12 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
 
     /// What the image's file says about itself (``ImageFileProperties``: its
     /// pixel size, upright, and the rest), as soon as the loader knows it:
-    /// from the first bytes of the transfer (a header probe, long before the
-    /// pixels), or when a stored body is read; nil until then.
+    /// from the first bytes of the transfer (a header probe: a JPEG's at its
+    /// first scan, long before the pixels; a PNG's or GIF's when the last
+    /// chunk or block they are read from is in, which for these formats is
+    /// the end of the file; a WebP's from the whole body), or when a stored
+    /// body is read; nil until then. Always the same properties as the delivered image's
+    /// ``Image/fileProperties``.
     public var fileProperties: ImageFileProperties? {
         guarded.withLock { _ in record.fileProperties }
     }

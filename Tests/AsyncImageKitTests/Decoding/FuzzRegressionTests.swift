@@ -1,18 +1,23 @@
 @testable import AsyncImageKit
 import CImageCodecs
 import Foundation
+import FuzzTargets
 import XCTest
 
 /// Every input the fuzzer (`Fuzz/run`) found a problem with (and crafted variants), kept in
 /// `Tests/AsyncImageKitTests/Resources/fuzz/` and decoded again here the way
 /// the fuzz target does: each must end in an image or a typed error, quickly
 /// and without a sanitizer report (the suite also runs under TSan in CI).
+/// The files at the top are the decoders' (target `image`); those in a
+/// subfolder named after a target (`png`, `probe`, `disk-entry`, ...) are
+/// replayed through that target's own code (`FuzzTarget.run`, module
+/// FuzzTargets, the code libFuzzer runs).
 final class FuzzRegressionTests: XCTestCase {
     static let directory = Corpus.packageRoot.appendingPathComponent("Tests/AsyncImageKitTests/Resources/fuzz")
 
     func testFindingsDecodeToAnImageOrATypedError() throws {
         let files = try FileManager.default.contentsOfDirectory(at: Self.directory, includingPropertiesForKeys: nil)
-            .filter { $0.lastPathComponent != "README.md" }
+            .filter { $0.lastPathComponent != "README.md" && !Self.isDirectory($0) }
         XCTAssertFalse(files.isEmpty, "no findings in \(Self.directory.path)")
         for file in files {
             let data = try Data(contentsOf: file)
@@ -29,6 +34,37 @@ final class FuzzRegressionTests: XCTestCase {
                 XCTAssertLessThan(Self.largestPNGAllocation(data), 1 << 20, file.lastPathComponent)
             }
         }
+    }
+
+    /// Each target's findings, and the top-level files through `image`,
+    /// replayed through the target: no problem reported.
+    func testFindingsReplayThroughTheirTargets() throws {
+        let manager = FileManager.default
+        var replayed = 0
+        for target in FuzzTarget.allCases {
+            let folder = target == .image ? Self.directory : Self.directory.appendingPathComponent(target.rawValue)
+            guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
+            for name in names.sorted() where name != "README.md" {
+                let file = folder.appendingPathComponent(name)
+                guard !Self.isDirectory(file) else { continue }
+                XCTAssertNil(target.run(try Data(contentsOf: file)), "\(target.rawValue)/\(name)")
+                replayed += 1
+            }
+        }
+        XCTAssertGreaterThan(replayed, 0, "no findings in \(Self.directory.path)")
+    }
+
+    /// Every subfolder of the findings names a target (a typo would skip its files).
+    func testFindingFoldersNameTargets() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path)
+        for name in names where Self.isDirectory(Self.directory.appendingPathComponent(name)) {
+            XCTAssertNotNil(FuzzTarget(name: name), "\(name) is not a fuzz target")
+        }
+    }
+
+    static func isDirectory(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
     /// libpng's largest single allocation while decoding `data`.

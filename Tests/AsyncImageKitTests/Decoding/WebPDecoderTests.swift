@@ -538,10 +538,10 @@ final class WebPDecoderTests: XCTestCase {
     }
 }
 
-/// The fuzz target's WebP seeds (`Fuzz/seeds`, see `Fuzz/run`) keep its invariants.
+/// The fuzz targets' WebP seeds (`Fuzz/seeds/images`, see `Fuzz/run`) keep their invariants.
 final class WebPFuzzSeedTests: XCTestCase {
     func testSeedsDecodeAndAgreeWithTheirProperties() throws {
-        let folder = Corpus.packageRoot.appendingPathComponent("Fuzz/seeds")
+        let folder = Corpus.packageRoot.appendingPathComponent("Fuzz/seeds/images")
         let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "webp" }
         XCTAssertGreaterThanOrEqual(files.count, 5)

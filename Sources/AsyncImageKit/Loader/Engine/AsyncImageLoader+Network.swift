@@ -46,7 +46,9 @@ extension AsyncImageLoader {
         }
         var observer = DataTransferObserver()
         // The header probe: the file's properties (its size above all) from
-        // the body's first bytes, long before its pixels. Told on the
+        // the body's first bytes (`ImageFileProperties(prefix:)`: a JPEG's
+        // long before its pixels; a PNG's or GIF's once its last header is
+        // in, the file's end; a WebP's from the whole body). Told on the
         // loader's timer queue: this runs on the transport's thread, which a
         // cancel under the loader's lock may be waiting for.
         // A progressive JPEG's scans, watched for previews and for the end
@@ -84,7 +86,8 @@ extension AsyncImageLoader {
                 if !probed.withLock({ $0 }) {
                     // Not an image format at all: nothing to probe or watch.
                     if start.count >= 16, ImageFormat.sniff(start) == nil { return false }
-                    if let properties = ImageFileProperties(data: start) {
+                    // Only once they are the whole file's (a JPEG's at its first scan).
+                    if let properties = ImageFileProperties(prefix: start) {
                         probed.withLock { $0 = true }
                         self.timerQueue.async { self.propertiesKnown(job, properties) }
                         // Scans only for a progressive JPEG.

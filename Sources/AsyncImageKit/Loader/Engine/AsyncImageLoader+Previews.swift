@@ -20,7 +20,7 @@ import Foundation
 ///   exact only after the chroma AC refinements (39%). The first is
 ///   visually identical (a difference of one level at most, here and
 ///   there), so the transfer stops there.
-final class PreviewWatcher: @unchecked Sendable {
+package final class PreviewWatcher: @unchecked Sendable {
     static let maxPreviews = 3
     static let minimumInterval = 0.15
 
@@ -43,7 +43,7 @@ final class PreviewWatcher: @unchecked Sendable {
 
     /// `preview` is called with the body up to the start of a scan; `dcComplete`
     /// with the body up to the end of the scan that completed the DC.
-    init(preview: (@Sendable (Data) -> Void)?, dcComplete: (@Sendable (Data) -> Void)?) {
+    package init(preview: (@Sendable (Data) -> Void)?, dcComplete: (@Sendable (Data) -> Void)?) {
         self.preview = preview
         self.dcComplete = dcComplete
     }
@@ -53,7 +53,7 @@ final class PreviewWatcher: @unchecked Sendable {
     }
 
     /// Looks at the new bytes; returns whether it wants more.
-    func look(at body: Data) -> Bool {
+    package func look(at body: Data) -> Bool {
         guard wantsMore else { return false }
         body.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -85,7 +85,8 @@ final class PreviewWatcher: @unchecked Sendable {
             if marker == 0xFF { offset += 1; continue }
             if marker == 0xDA { return offset }
             if marker == 0x01 || (0xD0...0xD9).contains(marker) { offset += 2; continue }
-            let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            var length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            if length < 2, JPEGHeader.isSkippedWhenShort(marker) { length = 2 }  // as libjpeg reads it
             guard length >= 2, offset + 2 + length <= bytes.count else { return nil }
             if (0xC0...0xCF).contains(marker), marker != 0xC4, marker != 0xC8, marker != 0xCC, length >= 8 {
                 let count = Int(bytes[offset + 9])

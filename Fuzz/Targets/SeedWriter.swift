@@ -1,0 +1,54 @@
+import AsyncImageKit
+import Foundation
+
+/// Writes the seeds of the targets whose inputs no image corpus holds:
+/// disk cache entry files (`disk-entry`) and stored processed images
+/// (`stored-image`), each as the library itself writes them.
+/// `FUZZ_WRITE_SEEDS=Fuzz/seeds .build-fuzz/release/asyncimage-fuzz` made `Fuzz/seeds/<target>/`.
+public enum SeedWriter {
+    /// Writes the seeds under `directory/<target>/`.
+    public static func write(to directory: URL) throws {
+        let entries = directory.appendingPathComponent(FuzzTarget.diskEntry.rawValue)
+        let stored = directory.appendingPathComponent(FuzzTarget.storedImage.rawValue)
+        for folder in [entries, stored] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+
+        let opaque = gradient(width: 24, height: 16, alpha: 255)
+        let translucent = gradient(width: 9, height: 13, alpha: 128)
+        let animated = Image(
+            width: 5, height: 4, bytesPerRow: 20,
+            frames: [0, 1, 2].map { ImageFrame(pixels: gradient(width: 5, height: 4, alpha: 255, shift: $0).pixels, duration: 0.1) },
+            format: .gif, originalSize: PixelSize(width: 10, height: 8), loopCount: 0,
+            decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: 10, height: 8)))
+        try StoredImage.encode(opaque, encoding: .automatic).write(to: stored.appendingPathComponent("opaque-jpeg.aiki"))
+        try StoredImage.encode(translucent, encoding: .automatic).write(to: stored.appendingPathComponent("alpha-png.aiki"))
+        try StoredImage.encode(animated, encoding: .automatic).write(to: stored.appendingPathComponent("animation-raw.aiki"))
+
+        var metadata = DataCacheMetadata(
+            etag: "\"abc\"", lastModified: "Tue, 24 Nov 2026 00:00:00 GMT", freshUntil: 1_800_000_000,
+            contentType: "image/png")
+        metadata.varyHeaders = ["accept": "image/webp", "dpr": ""]
+        metadata.requiresRevalidation = true
+        metadata.generation = "g1"
+        try DataCacheEntry.encode(Data("a body".utf8), metadata: metadata)
+            .write(to: entries.appendingPathComponent("full-metadata.aikd"))
+        try DataCacheEntry.encode(Data(), metadata: DataCacheMetadata())
+            .write(to: entries.appendingPathComponent("empty.aikd"))
+        try DataCacheEntry.encode(StoredImage.encode(opaque, encoding: .lossless), metadata: DataCacheMetadata(contentType: "image/png"))
+            .write(to: entries.appendingPathComponent("stored-image.aikd"))
+    }
+
+    /// A `width` x `height` still with a diagonal gradient.
+    static func gradient(width: Int, height: Int, alpha: UInt8, shift: Int = 0) -> Image {
+        var pixels = Data(count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 4
+                pixels[i] = UInt8(truncatingIfNeeded: (x + shift) * 255 / max(1, width - 1))
+                pixels[i + 1] = UInt8(truncatingIfNeeded: y * 255 / max(1, height - 1))
+                pixels[i + 2] = UInt8(truncatingIfNeeded: (x + y) * 8)
+                pixels[i + 3] = alpha
+            }
+        }
+        return Image(width: width, height: height, rgba: pixels)
+    }
+}
