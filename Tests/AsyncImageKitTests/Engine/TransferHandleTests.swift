@@ -3,7 +3,8 @@ import Foundation
 import XCTest
 
 /// A transfer handle lets its task go once the task is cancelled or its
-/// outcome is in: the task's closures hold the handle and the job, so a
+/// completion runs (`finished()`), on the handle alone; TransferLifetimeTests
+/// checks the same through the real DataLoader: the task's closures hold the handle and the job, so a
 /// task kept for good made a cycle that leaked every network transfer
 /// (its job, its transport task, its body; found by LeakCheckTests under
 /// LeakSanitizer).

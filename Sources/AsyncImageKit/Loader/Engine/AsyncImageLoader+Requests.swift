@@ -13,8 +13,8 @@ extension AsyncImageLoader {
     ) -> LoadRequest {
         // The cache and the URL policy are asked outside the loader's lock
         // (they may be anyone's code); a refused URL is not served from the cache either.
-        let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
-        let refusal = self.refusal(for: request)
+        let (cache, deliveryQueue, urlPolicy) = state.withLock { ($0.cache, $0.deliveryQueue, $0.urlPolicy) }
+        let refusal = urlPolicy.refusal(for: request.url).map { AsyncImageError.refused(request.url, reason: $0) }
         let policy = request.cachePolicy
         let hit = refusal != nil || policy.contains(.skipMemoryReads) ? nil : cache?.image(for: request.cacheKey)
         let record = LoadRequest(
