@@ -71,4 +71,9 @@ static inline CURLcode aiv_curl_msg_result(const CURLMsg *msg) {
     return msg->data.result;
 }
 
+/* CURLVERSION_NOW is a macro naming another constant, which Swift does not import. */
+static inline const curl_version_info_data *aiv_curl_version_info_now(void) {
+    return curl_version_info(CURLVERSION_NOW);
+}
+
 #endif

@@ -8,7 +8,8 @@ import Synchronization
 /// or cancel into an inbox under a lock and wake the loop with
 /// `curl_multi_wakeup`. The loop adds and removes easy handles, runs
 /// `curl_multi_perform`, collects finished transfers with
-/// `curl_multi_info_read`, and sleeps in `curl_multi_poll`. Finished transfers
+/// `curl_multi_info_read`, and sleeps in `curl_multi_poll` (for how long, and
+/// what else it does for libcurl's sake: ``HTTP2WakeUps``). Finished transfers
 /// hand their result to a completion queue: nothing is decoded here.
 final class CurlEventLoop: Sendable {
     /// The process-wide loop, started on first use.
@@ -48,6 +49,7 @@ final class CurlEventLoop: Sendable {
     private func run() {
         // Transfers in flight, by easy handle. Only this thread sees it.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        var wakeUps = HTTP2WakeUps()
         while true {
             let work = inbox.withLock { inbox -> Inbox in
                 defer { inbox = Inbox() }
@@ -78,8 +80,9 @@ final class CurlEventLoop: Sendable {
                 curl_multi_remove_handle(multi, easy)
                 transfer.finish(multi: multi, code: code)
             }
+            wakeUps.check(active, now: Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
             var ready: Int32 = 0
-            curl_multi_poll(multi, nil, 0, 1000, &ready)
+            curl_multi_poll(multi, nil, 0, wakeUps.pollMilliseconds(activeTransfers: active.count), &ready)
         }
     }
 }
@@ -93,4 +96,10 @@ enum CurlGlobal {
     static func initializeOnce() {
         precondition(initialized, "curl_global_init failed")
     }
+
+    /// The running libcurl's version as 0xXXYYZZ (8.1.0 is 0x080100).
+    static let versionNumber: Int = {
+        guard let info = aiv_curl_version_info_now() else { return 0 }
+        return Int(info.pointee.version_num)
+    }()
 }

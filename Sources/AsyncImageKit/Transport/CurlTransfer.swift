@@ -29,6 +29,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     // Loop thread only.
     private(set) var easy: UnsafeMutableRawPointer?
+    /// Header and body callbacks so far (for ``HTTP2WakeUps``).
+    private(set) var progressCount = 0
     private var body = Data()
     private var bodyTooLarge = false
     /// Bytes of the current hop's header block, and that hop (its redirect count).
@@ -225,6 +227,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Appends body bytes; returns fewer than `count` (aborting the transfer) past the size limit.
     func receive(_ bytes: UnsafeRawPointer, count: Int) -> Int {
+        progressCount &+= 1
         if body.count + count > configuration.maxBodySize {
             bodyTooLarge = true
             return 0
@@ -318,6 +321,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// server's block of thousands of tiny lines costs the transport thread,
     /// which every transfer shares, little time.
     func receiveHeader(_ bytes: UnsafeRawPointer, count: Int) -> Int {
+        progressCount &+= 1
         // Counted per hop of a redirect chain (interim 1xx responses included).
         var hop = 0
         if let easy { _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &hop) }
