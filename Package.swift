@@ -79,7 +79,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-bench",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF"],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF", "CCurl"],
             path: "Benchmarks",
             exclude: ["reference"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
