@@ -101,7 +101,8 @@ let package = Package(
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "FuzzTargets",
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "asyncimage-bench",
+                "FuzzTargets",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.

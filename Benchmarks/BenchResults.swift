@@ -46,6 +46,14 @@ struct Samples: Sendable {
         return Samples([median / other.median])
     }
 
+    /// `1.23x (1.19-1.28)`: a ratio's median, and the range when there is more than one sample.
+    func formattedRatio() -> String {
+        guard !values.isEmpty else { return "-" }
+        let middle = String(format: "%.2fx", median)
+        guard values.count > 1 else { return middle }
+        return middle + " (" + String(format: "%.2f", min) + "-" + String(format: "%.2f", max) + ")"
+    }
+
     /// `12.3 (11.9-12.8)`: the median, and the range when there is more than one sample.
     func formatted(_ digits: Int = 1) -> String {
         guard !values.isEmpty else { return "-" }
@@ -108,7 +116,7 @@ struct ResultTable: Sendable {
     /// A goal row: the figure's name, the measured ratio (median and range), and the verdict.
     /// The cells after the first two are padded with `-` to the table's width.
     mutating func addGoal(_ name: String, ratio: Samples, goal: Goal) {
-        var cells = [name, ratio.formatted(2) + "x", goal.verdict(for: ratio.median)]
+        var cells = [name, ratio.formattedRatio(), goal.verdict(for: ratio.median)]
         if cells.count < header.count {
             cells.insert(contentsOf: Array(repeating: "", count: header.count - cells.count), at: 2)
         }

@@ -170,7 +170,7 @@ func decodeSection(_ figures: DecodeFigures, command: String) -> ReportSection {
     for row in figures.rows {
         table.add([
             row.name, row.ours.formatted(1), row.milliseconds.formatted(1), row.peer, row.theirs.formatted(1),
-            row.theirs.isEmpty ? "-" : row.ours.ratio(to: row.theirs).formatted(2) + "x",
+            row.theirs.isEmpty ? "-" : row.ours.ratio(to: row.theirs).formattedRatio(),
         ])
     }
     if let full = figures.rows.first, !full.theirs.isEmpty {

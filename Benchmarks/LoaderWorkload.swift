@@ -173,7 +173,7 @@ func loaderSection(_ figures: LoaderFigures, command: String, folder: URL) throw
         let ofCeiling = ceiling.isEmpty ? "-" : mpx.ratio(to: ceiling).map { 100 * $0 }.formatted(0) + "%"
         var versus = "-"
         if cell.mode == "ours", let peer = figures.cell(cell.workload, cell.loads, "peer") {
-            versus = rates.ratio(to: Samples(peer.runs.map { n / $0.seconds })).formatted(2) + "x"
+            versus = rates.ratio(to: Samples(peer.runs.map { n / $0.seconds })).formattedRatio()
         }
         problems += cell.runs.reduce(0) { $0 + $1.failures }
         table.add([
