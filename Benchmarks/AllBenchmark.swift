@@ -6,7 +6,7 @@ import Foundation
 // BENCHMARKS.md tables (with the date, machine and library versions) and
 // PNG plots drawn with the project's own encoder.
 //
-//   asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,scale]
+//   asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale]
 //                        [--update FILE] [--smoke]
 //
 // DIR (default bench-output/all) gets `benchmarks.md`, `benchmarks.txt`
@@ -32,7 +32,7 @@ func progressLine(_ text: String) {
 
 /// What `all` runs.
 struct AllOptions {
-    static let workloads = ["decode", "thumbnails", "loader", "scale"]
+    static let workloads = ["decode", "thumbnails", "loader", "disk", "scale"]
 
     var smoke = false
     var runs: Int?
@@ -85,7 +85,7 @@ func runAllBenchmarks(_ arguments: ArraySlice<String>) throws {
     } catch {
         progressLine("\(error)")
         progressLine(
-            "usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,scale] [--update FILE] [--smoke]")
+            "usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke]")
         exit(2)
     }
     let folder = URL(fileURLWithPath: options.output)
@@ -142,6 +142,15 @@ func runAllBenchmarks(_ arguments: ArraySlice<String>) throws {
                         figures, command: "asyncimage-bench loader --count 200 --repeats 3 --loads 1,2,4,8,32", folder: folder))
                 let failed = figures.cells.filter { $0.mode == "ours" }.reduce(0) { $0 + $1.runs.reduce(0) { $0 + $1.failures } }
                 if failed > 0 { failures.append("loader: AsyncImageKit failed \(failed) loads") }
+            case "disk":
+                let work = folder.appendingPathComponent("disk-work")
+                defer { try? FileManager.default.removeItem(at: work) }
+                let figures = try measureDiskLoads(
+                    count: smoke ? 4 : 100, large: false, sets: sets, work: work, runs: runs,
+                    sizes: smoke ? [(320, 240), (240, 320)] : defaultPhotoSizes, setName: smoke ? "loader-set-smoke" : "loader-set",
+                    log: progressLine)
+                report.sections.append(diskSection(figures, command: "asyncimage-bench disk --count 100"))
+                if figures.failures > 0 { failures.append("disk: \(figures.failures) loads failed") }
             case "scale":
                 var scale = ScaleOptions()
                 scale.sizes = smoke ? [100, 1_000] : [1_000, 10_000, 100_000, 1_000_000]
@@ -334,5 +343,32 @@ func summarySection(thumbnails: ThumbnailFigures?, loader: LoaderFigures?, folde
         ("cpu-per-image.png", "CPU milliseconds per image, per workload and loader"),
         ("peak-memory.png", "Peak RSS per loader (summed over a peer's processes that run at once)"),
     ]
+    return section
+}
+
+/// The disk cache's section: cold, warm and revalidated loads at display size.
+func diskSection(_ figures: DiskFigures, command: String) -> ReportSection {
+    var section = ReportSection(title: "Disk cache: cold, warm and revalidated loads at display size")
+    section.summary = [
+        String(format: "%d photos (%.0f MB, the loader set's first) loaded at 256x256 by a loader with a disk cache ", figures.count, figures.megabytes)
+            + "(2 loads, an empty memory cache each pass) from an in-process server on 127.0.0.1. Each round uses fresh disks: "
+            + "cold (network, decode, store), warm from stored originals (read, decoded at display size) and from stored "
+            + "thumbnails (read back), and with `no-cache` (every load revalidated: a 304, then the stored thumbnail)."
+    ]
+    section.command = command
+    var table = ResultTable(title: "", header: ["workload", "images/s", "CPU ms/image", "server requests"])
+    for row in figures.rows {
+        table.add([
+            row.name, Samples(row.rates).formatted(1), Samples(row.cpu).formatted(2),
+            Samples(row.requests.map(Double.init)).formatted(0),
+        ])
+    }
+    if let original = figures.row(diskWarmOriginalRow), let thumbnail = figures.row(diskWarmThumbnailRow) {
+        table.addGoal(
+            "goal: warm thumbnail / warm original, images/s", ratio: Samples(thumbnail.rates).ratio(to: Samples(original.rates)),
+            goal: .atLeast(20))
+    }
+    if figures.failures > 0 { table.notes.append("\(figures.failures) loads failed (see the log)") }
+    section.tables = [table]
     return section
 }

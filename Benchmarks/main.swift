@@ -3,7 +3,7 @@ import Foundation
 /// asyncimage-bench: speed and memory figures against a peer measured in the same run.
 ///
 ///     swift build -c release --product asyncimage-bench
-///     .build/release/asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,scale] [--update FILE] [--smoke]
+///     .build/release/asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke]
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
@@ -67,6 +67,6 @@ case "serve":
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,scale] [--update FILE] [--smoke] | decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache")
+    print("usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke] | decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -67,7 +67,8 @@ final class BenchmarkHarnessTests: XCTestCase {
         let markdown = try String(contentsOf: output.appendingPathComponent("benchmarks.md"), encoding: .utf8)
         for heading in [
             "### Decoding against the C libraries' own tools", "### Thumbnails from files",
-            "### Loading over HTTP from 127.0.0.1", "### Scale: cost per operation",
+            "### Loading over HTTP from 127.0.0.1", "### Disk cache: cold, warm and revalidated",
+            "### Scale: cost per operation",
             "### CPU per image and peak memory",
         ] {
             XCTAssertTrue(markdown.contains(heading), "no section \(heading)")
@@ -75,7 +76,8 @@ final class BenchmarkHarnessTests: XCTestCase {
         // Every workload's table, with AsyncImageKit's row measured (a figure, not "-").
         for row in [
             "| JPEG, 1/4 scale, fresh buffer | ", "| AsyncImageKit (2 loads, 1 process) | ", "| full | 2 | AsyncImageKit | ",
-            "| display | 1 | URLSession + TaskGroup | ", "| loadImage (enqueue) | ",
+            "| display | 1 | URLSession + TaskGroup | ", "| warm, thumbnail read back | ", "| revalidated (304) | ",
+            "| loadImage (enqueue) | ",
         ] {
             guard let line = markdown.split(separator: "\n").first(where: { $0.hasPrefix(row) }) else {
                 XCTFail("no row starting \(row)")
