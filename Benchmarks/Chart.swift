@@ -13,7 +13,8 @@ import ImageFixtures
 let chartPalette = [
     RGBA(r: 200, g: 60, b: 40), RGBA(r: 40, g: 90, b: 200), RGBA(r: 30, g: 140, b: 70),
     RGBA(r: 150, g: 60, b: 170), RGBA(r: 220, g: 140, b: 20), RGBA(r: 20, g: 150, b: 160),
-    RGBA(r: 120, g: 120, b: 120), RGBA(r: 170, g: 110, b: 60),
+    RGBA(r: 120, g: 120, b: 120), RGBA(r: 170, g: 110, b: 60), RGBA(r: 230, g: 90, b: 160),
+    RGBA(r: 110, g: 160, b: 20), RGBA(r: 20, g: 40, b: 110), RGBA(r: 110, g: 20, b: 30),
 ]
 
 private let chartInk = RGBA(r: 40, g: 40, b: 40)
