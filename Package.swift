@@ -79,7 +79,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-bench",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF"],
+            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF", "CCurl"],
             path: "Benchmarks",
             exclude: ["reference"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
@@ -101,7 +101,8 @@ let package = Package(
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "FuzzTargets",
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "asyncimage-bench",
+                "FuzzTargets",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.

@@ -56,10 +56,10 @@ func ratio(_ name: String, _ value: Double, goal: String) {
 }
 
 /// Runs tjbench on a JPEG and returns its decompression throughput (Mpx/s).
-func tjbench(_ path: String, scale: String?, seconds: Double) -> Double? {
+func tjbench(_ path: String, scale: String?, seconds: Double, warmup: Double = 1) -> Double? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/tjbench")
-    var arguments = [path, "-rgbx", "-accuratedct", "-benchtime", String(seconds), "-warmup", "1", "-nowrite"]
+    var arguments = [path, "-rgbx", "-accuratedct", "-benchtime", String(seconds), "-warmup", String(warmup), "-nowrite"]
     if let scale { arguments += ["-scale", scale] }
     process.arguments = arguments
     let pipe = Pipe()

@@ -43,14 +43,40 @@ func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
     return options
 }
 
-func runDiskBenchmark(_ options: DiskOptions) throws {
-    let work = URL(fileURLWithPath: "bench-output/disk-\(getpid())")
-    defer { try? FileManager.default.removeItem(at: work) }
-    let setFolder = options.large ? "bench-output/disk-12mp-set" : "bench-output/loader-set"
-    let names = try makeImageSet(
-        count: options.count, folder: URL(fileURLWithPath: setFolder),
-        sizes: options.large ? [(4000, 3000), (3000, 4000)] : defaultPhotoSizes)
-    let bodies = try names.map { try Data(contentsOf: URL(fileURLWithPath: "\(setFolder)/\($0)")) }
+/// What the loads part of `disk` measured: per row, one sample per round.
+struct DiskFigures {
+    struct Row {
+        var name: String
+        var rates: [Double] = []
+        /// CPU milliseconds per image.
+        var cpu: [Double] = []
+        /// Requests the server saw.
+        var requests: [Int] = []
+    }
+
+    var count: Int
+    var megabytes: Double
+    var rows: [Row] = []
+    /// Loads that failed, over every pass.
+    var failures = 0
+
+    func row(_ name: String) -> Row? { rows.first { $0.name == name } }
+}
+
+let diskWarmOriginalRow = "warm, original decoded"
+let diskWarmThumbnailRow = "warm, thumbnail read back"
+
+/// The loads part of `disk`: `count` photos at display size through a
+/// loader with a disk cache, cold, warm and revalidated, `runs` rounds; each
+/// row's line goes to `log`. The set is generated into `sets` (the loader
+/// set's photos unless `large`); the disks live in `work`.
+func measureDiskLoads(
+    count: Int, large: Bool, sets: URL, work: URL, runs: Int, sizes: [(Int, Int)] = defaultPhotoSizes,
+    setName: String = "loader-set", log: (String) -> Void
+) throws -> DiskFigures {
+    let setFolder = sets.appendingPathComponent(large ? "disk-12mp-set" : setName)
+    let names = try makeImageSet(count: count, folder: setFolder, sizes: large ? [(4000, 3000), (3000, 4000)] : sizes)
+    let bodies = try names.map { try Data(contentsOf: setFolder.appendingPathComponent($0)) }
     let megabytes = Double(bodies.reduce(0) { $0 + $1.count }) / 1e6
     let revalidating = Locked(false)
     let requests = Locked(0)
@@ -74,11 +100,11 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
     }
     defer { server.stop() }
     let urls = (0..<bodies.count).map { server.url("/\($0).jpg") }
-    print("disk: \(bodies.count) photos (\(String(format: "%.0f", megabytes)) MB) at 256x256 through a loader with a disk cache, 2 loads")
-    print("workload                       images/s  CPU ms/image  server requests")
+    log("disk: \(bodies.count) photos (\(String(format: "%.0f", megabytes)) MB) at 256x256 through a loader with a disk cache, 2 loads")
+    log("workload                       images/s  CPU ms/image  server requests")
+    var figures = DiskFigures(count: bodies.count, megabytes: megabytes)
 
-    @discardableResult
-    func pass(_ name: String, disk: DataCache, storage: DiskStorage = .both) -> (rate: Double, cpu: Double) {
+    func pass(_ name: String, disk: DataCache, storage: DiskStorage = .both) {
         let loader = AsyncImageLoader(
             configuration: .init(
                 cache: ImageCache(), deliveryQueue: DispatchQueue(label: "disk bench"),
@@ -86,46 +112,68 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
         let before = requests.withLock { $0 }
         let (start, cpu) = (now(), cpuSeconds())
         let done = DispatchGroup()
+        let failures = Locked([String]())
         for url in urls {
             done.enter()
             loader.loadImage(
                 ImageRequest(url: url, targetSize: PixelSize(width: 256, height: 256)), target: nil,
                 success: ImageAction("bench") { _, _, _ in done.leave() },
                 failure: ImageFailureAction("bench") { _, error, _ in
-                    print("  failure: \(error)")
+                    failures.withLock { $0.append("\(error)") }
                     done.leave()
                 })
         }
         done.wait()
+        for failure in failures.withLock({ $0 }) { log("  failure: \(failure)") }
+        figures.failures += failures.withLock { $0.count }
         loader.flushDiskWrites()
         let seconds = now() - start
         let perImage = (cpuSeconds() - cpu) * 1000 / Double(urls.count)
+        let seen = requests.withLock { $0 } - before
         let padded = name.padding(toLength: 28, withPad: " ", startingAt: 0)
-        print(padded + String(format: " %10.1f %13.2f %16d", Double(urls.count) / seconds, perImage, requests.withLock { $0 } - before))
-        return (Double(urls.count) / seconds, perImage)
+        log(padded + String(format: " %10.1f %13.2f %16d", Double(urls.count) / seconds, perImage, seen))
+        if !figures.rows.contains(where: { $0.name == name }) { figures.rows.append(DiskFigures.Row(name: name)) }
+        let index = figures.rows.firstIndex { $0.name == name }!
+        figures.rows[index].rates.append(Double(urls.count) / seconds)
+        figures.rows[index].cpu.append(perImage)
+        figures.rows[index].requests.append(seen)
     }
 
-    // Two disks: one keeps originals only (a warm load decodes the original
-    // at display size), the other thumbnails too (a warm load reads one back).
-    let originals = try DataCache(directory: work.appendingPathComponent("originals"), limits: .init(sizeLimit: 1 << 30))
-    let disk = try DataCache(directory: work.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
-    pass("cold, originals stored", disk: originals, storage: .originals)
-    pass("cold, both stored", disk: disk)
-    var fromOriginals: [(rate: Double, cpu: Double)] = []
-    var fromThumbnails: [(rate: Double, cpu: Double)] = []
-    for _ in 0..<3 {  // alternating, so the machine's drift hits both
-        fromOriginals.append(pass("warm, original decoded", disk: originals, storage: .originals))
-        fromThumbnails.append(pass("warm, thumbnail read back", disk: disk))
+    // Each round: two fresh disks, one keeping originals only (a warm load
+    // decodes the original at display size), the other thumbnails too (a
+    // warm load reads one back); cold loads into each, then warm loads from
+    // each, in turns so that the machine's drift hits both; then a fresh disk
+    // whose server answers `no-cache` (every load asks again and gets a 304).
+    for round in 0..<runs {
+        let folder = work.appendingPathComponent("round-\(round)")
+        let originals = try DataCache(directory: folder.appendingPathComponent("originals"), limits: .init(sizeLimit: 1 << 30))
+        let disk = try DataCache(directory: folder.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
+        pass("cold, originals stored", disk: originals, storage: .originals)
+        pass("cold, both stored", disk: disk)
+        pass(diskWarmOriginalRow, disk: originals, storage: .originals)
+        pass(diskWarmThumbnailRow, disk: disk)
+        revalidating.withLock { $0 = true }
+        let revalidated = try DataCache(directory: folder.appendingPathComponent("revalidated"), limits: .init(sizeLimit: 1 << 30))
+        pass("cold, no-cache", disk: revalidated)
+        pass("revalidated (304)", disk: revalidated)
+        revalidating.withLock { $0 = false }
+        try? FileManager.default.removeItem(at: folder)
     }
+    return figures
+}
+
+func runDiskBenchmark(_ options: DiskOptions) throws {
+    let work = URL(fileURLWithPath: "bench-output/disk-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: work) }
+    let figures = try measureDiskLoads(
+        count: options.count, large: options.large, sets: URL(fileURLWithPath: "bench-output"), work: work, runs: 3,
+        log: { print($0) })
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-    let (rateO, cpuO) = (median(fromOriginals.map(\.rate)), median(fromOriginals.map(\.cpu)))
-    let (rateT, cpuT) = (median(fromThumbnails.map(\.rate)), median(fromThumbnails.map(\.cpu)))
-    print(String(format: "stored thumbnails vs originals decoded at display size (medians of 3): %.1fx images/s, %.1fx less CPU per image (goal: >= 20x faster)", rateT / rateO, cpuO / cpuT))
-    revalidating.withLock { $0 = true }
-    try? FileManager.default.removeItem(at: work.appendingPathComponent("loads"))
-    let revalidated = try DataCache(directory: work.appendingPathComponent("loads"), limits: .init(sizeLimit: 1 << 30))
-    pass("cold, no-cache", disk: revalidated)
-    pass("revalidated (304)", disk: revalidated)
+    if let original = figures.row(diskWarmOriginalRow), let thumbnail = figures.row(diskWarmThumbnailRow) {
+        let (rateO, cpuO) = (median(original.rates), median(original.cpu))
+        let (rateT, cpuT) = (median(thumbnail.rates), median(thumbnail.cpu))
+        print(String(format: "stored thumbnails vs originals decoded at display size (medians of 3): %.1fx images/s, %.1fx less CPU per image (goal: >= 20x faster)", rateT / rateO, cpuO / cpuT))
+    }
 
     // A folder of many small entries: start-up and lookups.
     let folder = work.appendingPathComponent("many")

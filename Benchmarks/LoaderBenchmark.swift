@@ -58,8 +58,16 @@ func cpuSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
-/// Peak resident memory of this process, in MB.
+/// Peak resident memory of this process, in MB: VmHWM from /proc/self/status
+/// (this process image's own high-water mark; `ru_maxrss` would include the
+/// parent's size when it spawned this child), else `ru_maxrss`.
 func peakRSSMegabytes() -> Double {
+    if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kilobytes = Double(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
+    {
+        return kilobytes / 1024
+    }
     var usage = rusage()
     getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     return Double(usage.ru_maxrss) / 1024

@@ -45,7 +45,7 @@ struct SoakPlot {
         let height = Self.panelHeight
         let highest = max(panel.values.max() ?? 1, panel.limit ?? 0, 1)
         // Four steps of a round number up to at least 10% above the highest value.
-        let scale = 4 * Self.niceCeiling(highest * 1.1 / 4)
+        let scale = 4 * niceCeiling(highest * 1.1 / 4)
         func px(_ t: Double) -> Int { Self.left + Int(Double(plotWidth) * t / end) }
         func py(_ v: Double) -> Int { top + height - Int(Double(height) * min(1, v / scale)) }
 
@@ -60,7 +60,7 @@ struct SoakPlot {
             canvas.text(text, x: Self.left - 8 - Canvas.textWidth(text), y: gy - 5, scale: 2, color: Self.ink)
         }
         // Time ticks: about eight, at a round number of seconds.
-        let tick = Self.niceCeiling(end / 8)
+        let tick = niceCeiling(end / 8)
         var t = 0.0
         while t <= end + 0.001 {
             let gx = px(t)
@@ -87,38 +87,9 @@ struct SoakPlot {
         var previous: (x: Int, y: Int)?
         for (time, value) in zip(times, panel.values) {
             let point = (x: px(time), y: py(value))
-            if let previous { Self.line(from: previous, to: point, color: panel.color, on: &canvas) }
+            if let previous { canvas.line(from: previous, to: point, color: panel.color) }
             previous = point
         }
-    }
-
-    /// A 2-pixel line (Bresenham).
-    private static func line(from a: (x: Int, y: Int), to b: (x: Int, y: Int), color: RGBA, on canvas: inout Canvas) {
-        var (x, y) = a
-        let dx = abs(b.x - a.x), dy = -abs(b.y - a.y)
-        let sx = a.x < b.x ? 1 : -1, sy = a.y < b.y ? 1 : -1
-        var error = dx + dy
-        while true {
-            canvas.fill(x: x, y: y, width: 2, height: 2, color: color)
-            if x == b.x && y == b.y { break }
-            let doubled = 2 * error
-            if doubled >= dy {
-                error += dy
-                x += sx
-            }
-            if doubled <= dx {
-                error += dx
-                y += sy
-            }
-        }
-    }
-
-    /// The smallest of 1, 2, 5 times a power of ten at or above `value` (at least 1).
-    static func niceCeiling(_ value: Double) -> Double {
-        guard value > 1 else { return 1 }
-        let power = pow(10, floor(log10(value)))
-        for factor in [1.0, 2, 5, 10] where factor * power >= value { return factor * power }
-        return 10 * power
     }
 
     static func format(_ value: Double) -> String {

@@ -21,8 +21,9 @@ import LoopbackHTTP
 // processes at a time, one per core; the loader runs one process, 2 loads).
 
 /// The thumbnail set: 12-MP photos (4000x3000, every third one 3000x4000),
-/// every fourth JPEG progressive, every twentieth a PNG.
-func makeThumbnailSet(count: Int, folder: URL) throws -> [String] {
+/// every fourth JPEG progressive, every twentieth a PNG. `width` and
+/// `height` give another landscape size (a smoke run's small files).
+func makeThumbnailSet(count: Int, folder: URL, width: Int = 4000, height: Int = 3000) throws -> [String] {
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     var names: [String] = []
     for index in 0..<count {
@@ -33,7 +34,7 @@ func makeThumbnailSet(count: Int, folder: URL) throws -> [String] {
         if FileManager.default.fileExists(atPath: file.path) { continue }
         let portrait = index % 3 == 2
         let image = SyntheticImage.photo(
-            width: portrait ? 3000 : 4000, height: portrait ? 4000 : 3000, seed: UInt64(1000 + index))
+            width: portrait ? height : width, height: portrait ? width : height, seed: UInt64(1000 + index))
         let data =
             png
             ? try PNGEncoder().encode(image)
@@ -269,32 +270,112 @@ func which(_ program: String) -> String? {
     return nil
 }
 
-func runThumbnailBenchmark(_ arguments: ArraySlice<String>) throws {
+/// What `thumbnails` runs: the set, the rounds, the peers.
+struct ThumbnailOptions {
     var count = 200
     var runs = 3
     var output = "bench-output"
     var peers = ["vips", "vips-each", "magick", "pillow"]
+    /// The landscape photos' size (portraits are the same, turned); the set's
+    /// folder is named after it unless it is the default 4000x3000.
+    var width = 4000
+    var height = 3000
+    /// How long the floor decodes each file (its figure is the median).
+    var floorSecondsPerFile = 0.05
+}
+
+/// What `thumbnails` measured: each contestant's process batches, one per
+/// round (AsyncImageKit first), and the floor's CPU seconds for the whole set, one per round.
+struct ThumbnailFigures {
+    var count: Int
+    var contestants: [(name: String, results: [ProcessBatchResult])]
+    var floors: [Double]
+    var skipped: [String]
+}
+
+func parseThumbnailOptions(_ arguments: ArraySlice<String>) -> ThumbnailOptions {
+    var options = ThumbnailOptions()
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
         switch argument {
-        case "--count": count = max(2, Int(iterator.next() ?? "") ?? count)
-        case "--runs": runs = max(1, Int(iterator.next() ?? "") ?? runs)
-        case "--output": output = iterator.next() ?? output
-        case "--peers": peers = (iterator.next() ?? "").split(separator: ",").map(String.init)
+        case "--count": options.count = max(2, Int(iterator.next() ?? "") ?? options.count)
+        case "--runs": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
+        case "--output": options.output = iterator.next() ?? options.output
+        case "--peers": options.peers = (iterator.next() ?? "").split(separator: ",").map(String.init)
         default:
             FileHandle.standardError.write(Data("thumbnails: unknown option \(argument)\n".utf8))
             exit(2)
         }
     }
-    let folder = URL(fileURLWithPath: output).appendingPathComponent("thumbnail-set")
-    print("Generating \(count) 12-megapixel photos (every 3rd portrait, every 4th JPEG progressive, every 20th PNG) in \(folder.path) ...")
-    fflush(nil)
-    let paths = try makeThumbnailSet(count: count, folder: folder).map { folder.appendingPathComponent($0).path }
+    return options
+}
+
+func runThumbnailBenchmark(_ arguments: ArraySlice<String>) throws {
+    let figures = try measureThumbnails(parseThumbnailOptions(arguments), log: { print($0); fflush(nil) })
+    let contestants = figures.contestants
+    let floors = figures.floors
+    let runs = contestants.first?.results.count ?? 0
+    let count = figures.count
+    for name in figures.skipped { print("skipped: \(name) not found") }
+
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    func span(_ values: [Double], _ format: String) -> String {
+        String(format: format, values.min()!) + "-" + String(format: format, values.max()!)
+    }
+    let n = Double(count)
+    print("\n\(count) files, \(runs) rounds (medians, min-max), 256x256 fit, 2 cores\n")
+    print("| contestant | images/s | CPU ms/image | peak RSS MB |")
+    print("|---|---:|---:|---:|")
+    for contestant in contestants {
+        let rows = contestant.results
+        let rates = rows.map { n / $0.seconds }
+        let cpu = rows.map { 1000 * $0.cpu / n }
+        let peak = rows.map(\.peakMB)
+        print(
+            "| \(contestant.name) | \(String(format: "%.1f", median(rates))) (\(span(rates, "%.1f"))) | "
+                + "\(String(format: "%.1f", median(cpu))) (\(span(cpu, "%.1f"))) | \(String(format: "%.0f", median(peak))) |")
+    }
+    let ours = contestants[0].results
+    let oursRate = median(ours.map { n / $0.seconds })
+    let oursPeak = median(ours.map(\.peakMB))
+    if contestants.count > 1 {
+        let best = (1..<contestants.count).max {
+            median(contestants[$0].results.map { n / $0.seconds }) < median(contestants[$1].results.map { n / $0.seconds })
+        }!
+        let bestRate = median(contestants[best].results.map { n / $0.seconds })
+        let bestPeak = median(contestants[best].results.map(\.peakMB))
+        print(String(
+            format: "\nGoal: at least 1.5x the best peer at no more peak memory. Best peer: %@, %.1f images/s at %.0f MB; ours %.2fx at %.0f MB (%@).",
+            contestants[best].name, bestRate, bestPeak, oursRate / bestRate, oursPeak,
+            oursRate >= 1.5 * bestRate && oursPeak <= bestPeak ? "met" : "not met"))
+    }
+    if !floors.isEmpty {
+        let floorMs = 1000 * median(floors) / n
+        let oursMs = 1000 * median(ours.map(\.cpu)) / n
+        print(String(
+            format: "Floor: %.1f ms of CPU per image (libjpeg-turbo's scaled decode alone, one thread; %@ ms over the rounds); ours %.1f ms: %.2fx the floor (goal at most 1.10x: %@).",
+            floorMs, span(floors.map { 1000 * $0 / n }, "%.1f"), oursMs, oursMs / floorMs, oursMs <= 1.10 * floorMs ? "met" : "not met"))
+    } else {
+        print("Floor: not measured (libturbojpeg.so.0 not found: apt-get install libjpeg-turbo-progs)")
+    }
+}
+
+/// Runs the thumbnail contestants and the floor, `options.runs` rounds;
+/// `log` gets the progress lines.
+func measureThumbnails(_ options: ThumbnailOptions, log: (String) -> Void) throws -> ThumbnailFigures {
+    let output = options.output
+    let isDefaultSize = options.width == 4000 && options.height == 3000
+    let setName = isDefaultSize ? "thumbnail-set" : "thumbnail-set-\(options.width)x\(options.height)"
+    let folder = URL(fileURLWithPath: output).appendingPathComponent(setName)
+    let megapixels = String(format: "%.1f", Double(options.width * options.height) / 1e6)
+    log("Generating \(options.count) \(megapixels)-megapixel photos (every 3rd portrait, every 4th JPEG progressive, every 20th PNG) in \(folder.path) ...")
+    let paths = try makeThumbnailSet(count: options.count, folder: folder, width: options.width, height: options.height)
+        .map { folder.appendingPathComponent($0).path }
     let scratch = URL(fileURLWithPath: output).appendingPathComponent("thumbnail-out")
     try? FileManager.default.removeItem(at: scratch)
     try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
     let halves = [Array(paths[..<(paths.count / 2)]), Array(paths[(paths.count / 2)...])]
-    let list = URL(fileURLWithPath: output).appendingPathComponent("thumbnail-set.txt")
+    let list = URL(fileURLWithPath: output).appendingPathComponent(setName + ".txt")
     try paths.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
 
@@ -303,7 +384,7 @@ func runThumbnailBenchmark(_ arguments: ArraySlice<String>) throws {
             name: "AsyncImageKit (2 loads, 1 process)", commands: [[executable, "thumb-one", "2", list.path]], parallel: 1)
     ]
     var skipped: [String] = []
-    for peer in peers {
+    for peer in options.peers {
         switch peer {
         case "vips":
             guard let vips = which("vipsthumbnail") else { skipped.append("vipsthumbnail (apt-get install libvips-tools)"); continue }
@@ -345,64 +426,29 @@ func runThumbnailBenchmark(_ arguments: ArraySlice<String>) throws {
                 name: "Pillow draft+thumbnail, 2 processes of \(paths.count / 2)",
                 commands: halves.map { [python, "-c", script] + $0 }, parallel: 2))
         default:
-            FileHandle.standardError.write(Data("thumbnails: unknown peer \(peer) (vips, vips-each, magick, pillow)\n".utf8))
-            exit(2)
+            throw BenchError("thumbnails: unknown peer \(peer) (vips, vips-each, magick, pillow)")
         }
     }
-    for name in skipped { print("skipped: \(name) not found") }
 
-    print("Each round: the floor (TurboJPEG at the loader's scale per file, libpng for PNGs, one thread, CPU time), then each contestant ...")
-    fflush(nil)
+    log("Each round: the floor (TurboJPEG at the loader's scale per file, libpng for PNGs, one thread, CPU time), then each contestant ...")
     var floors: [Double] = []
+    var floorMissing = false
     var results: [[ProcessBatchResult]] = Array(repeating: [], count: contestants.count)
-    for round in 0..<runs {
-        if let floor = thumbnailFloorSeconds(paths: paths, secondsPerFile: 0.05) { floors.append(floor.total) }
+    for round in 0..<options.runs {
+        if let floor = thumbnailFloorSeconds(paths: paths, secondsPerFile: options.floorSecondsPerFile) {
+            floors.append(floor.total)
+        } else {
+            floorMissing = true
+        }
         for offset in 0..<contestants.count {
             let index = (offset + round) % contestants.count
             let result = runProcessBatch(contestants[index].commands, parallel: contestants[index].parallel)
-            if result.failures > 0 { print("  (\(result.failures) failed processes: \(contestants[index].name))") }
+            if result.failures > 0 { log("  (\(result.failures) failed processes: \(contestants[index].name))") }
             results[index].append(result)
         }
-        print("  round \(round + 1) of \(runs) done")
-        fflush(nil)
+        log("  round \(round + 1) of \(options.runs) done")
     }
-
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-    func span(_ values: [Double], _ format: String) -> String {
-        String(format: format, values.min()!) + "-" + String(format: format, values.max()!)
-    }
-    let n = Double(paths.count)
-    print("\n\(paths.count) files, \(runs) rounds (medians, min-max), 256x256 fit, 2 cores\n")
-    print("| contestant | images/s | CPU ms/image | peak RSS MB |")
-    print("|---|---:|---:|---:|")
-    for (index, contestant) in contestants.enumerated() {
-        let rows = results[index]
-        let rates = rows.map { n / $0.seconds }
-        let cpu = rows.map { 1000 * $0.cpu / n }
-        let peak = rows.map(\.peakMB)
-        print(
-            "| \(contestant.name) | \(String(format: "%.1f", median(rates))) (\(span(rates, "%.1f"))) | "
-                + "\(String(format: "%.1f", median(cpu))) (\(span(cpu, "%.1f"))) | \(String(format: "%.0f", median(peak))) |")
-    }
-    let ours = results[0]
-    let oursRate = median(ours.map { n / $0.seconds })
-    let oursPeak = median(ours.map(\.peakMB))
-    if contestants.count > 1 {
-        let best = (1..<contestants.count).max { median(results[$0].map { n / $0.seconds }) < median(results[$1].map { n / $0.seconds }) }!
-        let bestRate = median(results[best].map { n / $0.seconds })
-        let bestPeak = median(results[best].map(\.peakMB))
-        print(String(
-            format: "\nGoal: at least 1.5x the best peer at no more peak memory. Best peer: %@, %.1f images/s at %.0f MB; ours %.2fx at %.0f MB (%@).",
-            contestants[best].name, bestRate, bestPeak, oursRate / bestRate, oursPeak,
-            oursRate >= 1.5 * bestRate && oursPeak <= bestPeak ? "met" : "not met"))
-    }
-    if !floors.isEmpty {
-        let floorMs = 1000 * median(floors) / n
-        let oursMs = 1000 * median(ours.map(\.cpu)) / n
-        print(String(
-            format: "Floor: %.1f ms of CPU per image (libjpeg-turbo's scaled decode alone, one thread; %@ ms over the rounds); ours %.1f ms: %.2fx the floor (goal at most 1.10x: %@).",
-            floorMs, span(floors.map { 1000 * $0 / n }, "%.1f"), oursMs, oursMs / floorMs, oursMs <= 1.10 * floorMs ? "met" : "not met"))
-    } else {
-        print("Floor: not measured (libturbojpeg.so.0 not found: apt-get install libjpeg-turbo-progs)")
-    }
+    if floorMissing { skipped.append("the floor (libturbojpeg.so.0: apt-get install libjpeg-turbo-progs)") }
+    return ThumbnailFigures(
+        count: paths.count, contestants: zip(contestants, results).map { ($0.name, $1) }, floors: floors, skipped: skipped)
 }

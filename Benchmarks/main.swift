@@ -3,6 +3,7 @@ import Foundation
 /// asyncimage-bench: speed and memory figures against a peer measured in the same run.
 ///
 ///     swift build -c release --product asyncimage-bench
+///     .build/release/asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke]
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
@@ -11,6 +12,10 @@ import Foundation
 ///     .build/release/asyncimage-bench thumbnails [--count N] [--runs R] [--peers vips,vips-each,magick,pillow]
 ///     .build/release/asyncimage-bench soak [--minutes M] [--loads N] [--output DIR] [--seed S]
 ///
+/// `all`: every workload below with its peers in one run (see AllBenchmark.swift):
+/// medians with min-max, the BENCHMARKS.md tables and PNG plots in DIR
+/// (default bench-output/all); `--update BENCHMARKS.md` rewrites the
+/// generated part of that file; `--smoke` runs tiny sizes in seconds.
 /// `decode`: the decoders against tjbench, libpng's simplified API and giflib.
 /// `disk`: the disk cache: cold loads, warm disk hits and 304 revalidations
 /// at display size, and start-up and lookups with many entries.
@@ -35,6 +40,8 @@ import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {
+case "all":
+    try runAllBenchmarks(arguments.dropFirst())
 case "decode":
     try runDecodeBenchmark(parseOptions(arguments.dropFirst()))
 case "loader":
@@ -60,6 +67,6 @@ case "serve":
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache")
+    print("usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke] | decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache")
     exit(arguments.isEmpty ? 0 : 2)
 }

@@ -104,7 +104,7 @@ final class LoadJob: @unchecked Sendable {
     /// Where the body came from, after redirects.
     var finalURL: URL?
     /// What the file says about itself, once its header was read.
-    var fileProperties: ImageFileProperties?
+    @OutOfLine var fileProperties: ImageFileProperties?
     /// Its progressive JPEG's transfer ended at the DC coefficients (the body
     /// is a prefix: decoded tolerating its end, never stored as the original).
     var earlyEnd: ImageResponse.EarlyEnd?

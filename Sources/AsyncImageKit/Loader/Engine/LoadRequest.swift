@@ -54,7 +54,7 @@ final class LoadRequest: @unchecked Sendable {
     var earlyEnd: ImageResponse.EarlyEnd?
     /// The file's properties once probed (see ``ImageTask/fileProperties``),
     /// and who waits for them.
-    var fileProperties: ImageFileProperties?
+    @OutOfLine var fileProperties: ImageFileProperties?
     var propertyHandlers: [@Sendable (ImageFileProperties) -> Void] = []
     /// Who waits for progressive previews (see ``ImageTask/onPreview(_:)``).
     var previewHandlers: [@Sendable (Image) -> Void] = []
