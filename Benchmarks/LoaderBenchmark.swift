@@ -58,8 +58,16 @@ func cpuSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
-/// Peak resident memory of this process, in MB.
+/// Peak resident memory of this process, in MB: VmHWM from /proc/self/status
+/// (this process image's own high-water mark; `ru_maxrss` would include the
+/// parent's size when it spawned this child), else `ru_maxrss`.
 func peakRSSMegabytes() -> Double {
+    if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kilobytes = Double(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ")[0])
+    {
+        return kilobytes / 1024
+    }
     var usage = rusage()
     getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
     return Double(usage.ru_maxrss) / 1024
@@ -265,45 +273,4 @@ func runLoaderBenchmark(_ arguments: [String]) throws {
     }
 
     runCacheBenchmark()
-}
-
-/// Memory-cache hits on one thread: lookups of keys made in advance, against
-/// Foundation's `NSCache` (what Kingfisher builds on, and what a Linux Swift
-/// developer would reach for) measured in the same run, rounds alternating.
-func runCacheBenchmark() {
-    let cache = ImageCache()
-    let image = SyntheticImage.solid(width: 8, height: 8, color: RGBA(r: 1, g: 2, b: 3))
-    let keys = (0..<1000).map { ImageCacheKey(url: URL(string: "http://127.0.0.1/image-\($0).jpg")!) }
-    for key in keys { cache[key] = image }
-    final class Entry { let image: Image; init(_ image: Image) { self.image = image } }
-    let peer = NSCache<NSString, Entry>()
-    let peerKeys = keys.map { $0.url as NSString }
-    for key in peerKeys { peer.setObject(Entry(image), forKey: key) }
-    let lookups = 4_000_000
-    var rates: [Double] = []
-    var peerRates: [Double] = []
-    for _ in 0..<5 {
-        var hits = 0
-        var start = now()
-        keys.withUnsafeBufferPointer { keys in
-            for i in 0..<lookups where cache.image(for: keys[i % 1000]) != nil { hits += 1 }
-        }
-        precondition(hits == lookups)
-        rates.append(Double(hits) / (now() - start) / 1e6)
-        hits = 0
-        start = now()
-        peerKeys.withUnsafeBufferPointer { keys in
-            for i in 0..<lookups / 4 where peer.object(forKey: keys[i % 1000])?.image != nil { hits += 1 }
-        }
-        precondition(hits == lookups / 4)
-        peerRates.append(Double(hits) / (now() - start) / 1e6)
-    }
-    rates.sort()
-    peerRates.sort()
-    print(String(
-        format: "\nMemory cache, one thread, 1,000 keys made in advance, 5 rounds of 4M hits: median %.1f, best %.1f million hits/s (goal > 10)",
-        rates[2], rates[4]))
-    print(String(
-        format: "NSCache<NSString, _> (peer), same keys, 5 rounds of 1M hits: median %.1f, best %.1f million hits/s; ImageCache %.1fx",
-        peerRates[2], peerRates[4], rates[2] / peerRates[2]))
 }
