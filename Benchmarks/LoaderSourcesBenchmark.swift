@@ -360,6 +360,12 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
         let bound = median(of: (result.bounds[workload] ?? []).map(\.imagesPerSecond))
         print("| \(workload) | - | - | decode bound | \(medianSpan((result.bounds[workload] ?? []).map(\.imagesPerSecond), "%.1f")) | 100% | - | "
             + medianSpan((result.bounds[workload] ?? []).map { 1000 * $0.cpuPerImage }, "%.1f") + " |")
+        // The same decodes' wall time on `cores` threads: what the bound was
+        // on this (shared) machine at that moment, for reference.
+        print("| \(workload) | - | - | decode alone, \(result.cores) threads, wall time | "
+            + medianSpan((result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }, "%.1f") + " | "
+            + String(format: "%.0f%%", 100 * median(of: (result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }) / bound)
+            + " | - | - |")
         for row in result.rows where row.workload == workload {
             let rates = row.samples.map(\.imagesPerSecond)
             print("| \(workload) | \(row.source.rawValue) | \(row.loads) | \(loaderDisplayNames[row.loader] ?? row.loader) | "

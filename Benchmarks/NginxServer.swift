@@ -38,6 +38,7 @@ final class NginxServer {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw Failure(description: "\(executable) not found (apt-get install nginx)")
         }
+        Self.removeStaleFolders()
         self.root = URL(fileURLWithPath: root).standardizedFileURL.path
         self.workers = max(1, workers)
         prefix = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -88,6 +89,18 @@ final class NginxServer {
         ChildProcessCleanup.forget(pid)
         pid = 0
         try? FileManager.default.removeItem(at: prefix)
+    }
+
+    /// Removes the temporary folders of benchmarks that were killed (their
+    /// pid, in the folder's name, no longer runs): a signal stops nginx but
+    /// leaves its folder.
+    static func removeStaleFolders() {
+        let temporary = FileManager.default.temporaryDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] {
+            let parts = name.split(separator: "-")
+            guard name.hasPrefix("asyncimage-bench-nginx-"), parts.count == 5, let owner = pid_t(parts[3]) else { continue }
+            if kill(owner, 0) != 0 && errno == ESRCH { try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name)) }
+        }
     }
 
     /// A base URL for `name`.
