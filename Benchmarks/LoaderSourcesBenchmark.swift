@@ -71,8 +71,28 @@ struct LoaderRunSample: Sendable {
     /// The child's CPU seconds (user + system).
     var cpu: Double
     var failures: Int
+    /// The whole machine over the run (/proc/stat): CPU seconds no process
+    /// used (idle + iowait), and CPU seconds used by processes other than the
+    /// child (its server included). Idle cores with the loader below the bound
+    /// mean it left decoders waiting; none, that something else had the CPU.
+    var machineIdle: Double = 0
+    var othersCPU: Double = 0
 
     var imagesPerSecond: Double { Double(images) / seconds }
+}
+
+/// The machine's CPU seconds so far from /proc/stat's first line: (busy, idle).
+func machineCPUSeconds() -> (busy: Double, idle: Double) {
+    guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+    else { return (0, 0) }
+    let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+    guard ticks.count >= 8 else { return (0, 0) }
+    let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
+    // user nice system idle iowait irq softirq steal
+    let idle = ticks[3] + ticks[4]
+    let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+    return (busy / hertz, idle / hertz)
 }
 
 /// One measurement of the perfect-overlap decode bound.
@@ -307,11 +327,14 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
                 for loads in options.loads {
                     for offset in 0..<options.loaders.count {
                         let mode = options.loaders[(offset + round) % options.loaders.count]
+                        let before = machineCPUSeconds()
                         let fields = try runBenchChild(
                             ["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
+                        let after = machineCPUSeconds()
                         let run = LoaderRunSample(
                             seconds: fields[0], images: count - Int(fields[3]), megapixels: fields[1], peakMB: fields[2],
-                            cpu: fields[4], failures: Int(fields[3]))
+                            cpu: fields[4], failures: Int(fields[3]), machineIdle: after.idle - before.idle,
+                            othersCPU: max(0, after.busy - before.busy - fields[4]))
                         if run.failures > 0 { log("  (\(run.failures) failures: \(mode), \(source.rawValue), \(loads) loads)") }
                         let key = "\(workload) \(source.rawValue) \(loads) \(mode)"
                         if rows[key] == nil {
@@ -354,31 +377,38 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
         + "\(options.repeats) round(s), each run in a child process; medians (min-max).")
     for reason in result.skipped { print("skipped: \(reason)") }
     print("Bound: the perfect-overlap decode bound, images / (CPU seconds of our decoders for the set / cores), measured each round.")
-    print("\n| workload | source | loads | loader | images/s | of bound | peak RSS MB | CPU ms/image |")
-    print("|---|---|---:|---|---:|---:|---:|---:|")
+    print("Idle %: the machine's idle CPU over the run (of cores x wall); others %: CPU used by other processes (the server too).")
+    print("\n| workload | source | loads | loader | images/s | of bound | peak RSS MB | CPU ms/image | idle % | others % |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for workload in options.workloads {
         let bound = median(of: (result.bounds[workload] ?? []).map(\.imagesPerSecond))
         print("| \(workload) | - | - | decode bound | \(medianSpan((result.bounds[workload] ?? []).map(\.imagesPerSecond), "%.1f")) | 100% | - | "
-            + medianSpan((result.bounds[workload] ?? []).map { 1000 * $0.cpuPerImage }, "%.1f") + " |")
+            + medianSpan((result.bounds[workload] ?? []).map { 1000 * $0.cpuPerImage }, "%.1f") + " | - | - |")
         // The same decodes' wall time on `cores` threads: what the bound was
         // on this (shared) machine at that moment, for reference.
         print("| \(workload) | - | - | decode alone, \(result.cores) threads, wall time | "
             + medianSpan((result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }, "%.1f") + " | "
             + String(format: "%.0f%%", 100 * median(of: (result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }) / bound)
-            + " | - | - |")
+            + " | - | - | - | - |")
         for row in result.rows where row.workload == workload {
             let rates = row.samples.map(\.imagesPerSecond)
-            print("| \(workload) | \(row.source.rawValue) | \(row.loads) | \(loaderDisplayNames[row.loader] ?? row.loader) | "
-                + medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
-                + medianSpan(row.samples.map(\.peakMB), "%.0f") + " | "
-                + medianSpan(row.samples.map { 1000 * $0.cpu / Double($0.images) }, "%.1f") + " |")
+            let cores = Double(result.cores)
+            let cpu: [Double] = row.samples.map { 1000 * $0.cpu / Double($0.images) }
+            let idle: [Double] = row.samples.map { 100 * $0.machineIdle / (cores * $0.seconds) }
+            let others: [Double] = row.samples.map { 100 * $0.othersCPU / (cores * $0.seconds) }
+            let name = loaderDisplayNames[row.loader] ?? row.loader
+            let head = "| \(workload) | \(row.source.rawValue) | \(row.loads) | \(name) | "
+            let figures = medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
+            let rest = medianSpan(row.samples.map(\.peakMB), "%.0f") + " | " + medianSpan(cpu, "%.1f") + " | "
+                + medianSpan(idle, "%.0f") + " | " + medianSpan(others, "%.0f") + " |"
+            print(head + figures + rest)
         }
         for row in result.curl where row.workload == workload {
             let rates = row.samples.map(\.imagesPerSecond)
             print("| \(workload) | nginx | \(row.parallelMax) | curl --parallel, then \(workload == "display" ? "djpeg -scale 1/4" : "djpeg"), pngtopnm, giftopnm | "
                 + medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
                 + medianSpan(row.samples.map(\.peakMB), "%.0f") + " | "
-                + medianSpan(row.samples.map { 1000 * $0.cpu / Double($0.images) }, "%.1f") + " |")
+                + medianSpan(row.samples.map { 1000 * $0.cpu / Double($0.images) }, "%.1f") + " | - | - |")
         }
     }
     if !result.curl.isEmpty {
