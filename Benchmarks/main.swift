@@ -7,7 +7,8 @@ import Foundation
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]
-///     .build/release/asyncimage-bench resize | cache
+///     .build/release/asyncimage-bench loader --source builtin|nginx|both --set photos|mixed [--loads 2,8] [--repeats R] [--workloads full,display] [--count N] [--loaders peer,ours,ours-nopool] [--no-curl] [--smoke]
+///     .build/release/asyncimage-bench resize | cache [--smoke]
 ///     .build/release/asyncimage-bench disk [--count N] [--entries N] [--large]
 ///     .build/release/asyncimage-bench thumbnails [--count N] [--runs R] [--peers vips,vips-each,magick,pillow]
 ///     .build/release/asyncimage-bench soak [--minutes M] [--loads N] [--output DIR] [--seed S]
@@ -23,6 +24,14 @@ import Foundation
 /// HTTP, at several concurrency levels, full size and display size, each run
 /// in a child process so peak memory is its own; plus memory-cache hits.
 /// (`serve` and `run-one` are the child processes `loader` starts.)
+/// With `--source` or `--set` (LoaderSourcesBenchmark.swift): the files served
+/// by the built-in server and/or nginx (started with its own configuration on
+/// 127.0.0.1), on the loader set or the mixed set (1,000 JPEGs, PNGs, GIFs),
+/// with the perfect-overlap decode bound and, with nginx, the `curl
+/// --parallel` + djpeg/pngtopnm/giftopnm yardstick (`decode-bound` is its
+/// child; `nginx-serve FOLDER` serves a folder by hand, for profiling).
+/// `cache`: memory-cache hits per second on 1 and 2 threads against NSCache,
+/// and cache-hit delivery latency through `loadImage` and `image(for:)`.
 /// `thumbnails`: 12-MP files to 256x256 thumbnails through `file://` URLs,
 /// against vipsthumbnail, ImageMagick and Pillow, and against libjpeg-turbo's
 /// own scaled decode of the same files (the floor). (`thumb-one` is its child.)
@@ -45,9 +54,13 @@ case "all":
 case "decode":
     try runDecodeBenchmark(parseOptions(arguments.dropFirst()))
 case "loader":
-    try runLoaderBenchmark(Array(arguments.dropFirst()))
+    if wantsLoaderSources(Array(arguments.dropFirst())) {
+        try runLoaderSourcesCommand(Array(arguments.dropFirst()))  // --source, --set: LoaderSourcesBenchmark.swift
+    } else {
+        try runLoaderBenchmark(Array(arguments.dropFirst()))
+    }
 case "cache":
-    runCacheBenchmark()
+    runCacheBenchmark(arguments.dropFirst())
 case "scale":
     try runScaleBenchmark(parseScaleOptions(arguments.dropFirst()))
 case "resize":
@@ -66,7 +79,11 @@ case "serve":
     try serveFolder(Array(arguments.dropFirst()))
 case "run-one":
     try runOne(Array(arguments.dropFirst()))
+case "decode-bound":
+    try decodeBoundChild(Array(arguments.dropFirst()))
+case "nginx-serve":
+    try nginxServeChild(Array(arguments.dropFirst()))
 default:
-    print("usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke] | decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache")
+    print("usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,mixed,cache,disk,scale] [--update FILE] [--smoke] | decode [--seconds S] [--output DIR] | loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR] | loader --source builtin|nginx|both --set photos|mixed [--loads 2,8] [--no-curl] [--smoke] | scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR] | disk [--count N] [--entries N] [--large] | progressive [--count N] | thumbnails [--count N] [--runs R] | soak [--minutes M] [--loads N] [--output DIR] [--seed S] | resize | cache [--smoke]")
     exit(arguments.isEmpty ? 0 : 2)
 }
