@@ -6,7 +6,7 @@ import Foundation
 // BENCHMARKS.md tables (with the date, machine and library versions) and
 // PNG plots drawn with the project's own encoder.
 //
-//   asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale]
+//   asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,mixed,cache,disk,scale]
 //                        [--update FILE] [--smoke]
 //
 // DIR (default bench-output/all) gets `benchmarks.md`, `benchmarks.txt`
@@ -32,7 +32,7 @@ func progressLine(_ text: String) {
 
 /// What `all` runs.
 struct AllOptions {
-    static let workloads = ["decode", "thumbnails", "loader", "disk", "scale"]
+    static let workloads = ["decode", "thumbnails", "loader", "mixed", "cache", "disk", "scale"]
 
     var smoke = false
     var runs: Int?
@@ -85,7 +85,7 @@ func runAllBenchmarks(_ arguments: ArraySlice<String>) throws {
     } catch {
         progressLine("\(error)")
         progressLine(
-            "usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke]")
+            "usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,mixed,cache,disk,scale] [--update FILE] [--smoke]")
         exit(2)
     }
     let folder = URL(fileURLWithPath: options.output)
@@ -142,6 +142,16 @@ func runAllBenchmarks(_ arguments: ArraySlice<String>) throws {
                         figures, command: "asyncimage-bench loader --count 200 --repeats 3 --loads 1,2,4,8,32", folder: folder))
                 let failed = figures.cells.filter { $0.mode == "ours" }.reduce(0) { $0 + $1.runs.reduce(0) { $0 + $1.failures } }
                 if failed > 0 { failures.append("loader: AsyncImageKit failed \(failed) loads") }
+            case "mixed":
+                let (section, failed) = try measureMixedSection(runs: runs, sets: sets, smoke: smoke, log: progressLine)
+                report.sections.append(section)
+                if failed > 0 { failures.append("mixed: AsyncImageKit failed \(failed) loads") }
+            case "cache":
+                report.sections.append(
+                    cacheSection(
+                        smoke
+                            ? measureCacheBenchmark(lookups: 20_000, rounds: 1, calls: 200)
+                            : measureCacheBenchmark(rounds: max(3, runs))))
             case "disk":
                 let work = folder.appendingPathComponent("disk-work")
                 defer { try? FileManager.default.removeItem(at: work) }

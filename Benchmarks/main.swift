@@ -3,7 +3,7 @@ import Foundation
 /// asyncimage-bench: speed and memory figures against a peer measured in the same run.
 ///
 ///     swift build -c release --product asyncimage-bench
-///     .build/release/asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,disk,scale] [--update FILE] [--smoke]
+///     .build/release/asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,mixed,cache,disk,scale] [--update FILE] [--smoke]
 ///     .build/release/asyncimage-bench decode [--seconds S] [--output DIR]
 ///     .build/release/asyncimage-bench loader [--count N] [--repeats R] [--loads 1,2,4] [--workloads full,display] [--output DIR]
 ///     .build/release/asyncimage-bench scale [--sizes 1000,10000,100000,1000000] [--targets one,many] [--max-seconds S] [--output DIR]

@@ -69,6 +69,8 @@ final class BenchmarkHarnessTests: XCTestCase {
             "### Decoding against the C libraries' own tools", "### Thumbnails from files",
             "### Loading over HTTP from 127.0.0.1", "### Disk cache: cold, warm and revalidated",
             "### Scale: cost per operation",
+            "### Full and display size on the mixed set, from nginx",
+            "### Memory cache: hits and a hit's delivery",
             "### CPU per image and peak memory",
         ] {
             XCTAssertTrue(markdown.contains(heading), "no section \(heading)")
@@ -77,7 +79,7 @@ final class BenchmarkHarnessTests: XCTestCase {
         for row in [
             "| JPEG, 1/4 scale, fresh buffer | ", "| AsyncImageKit (2 loads, 1 process) | ", "| full | 2 | AsyncImageKit | ",
             "| display | 1 | URLSession + TaskGroup | ", "| warm, thumbnail read back | ", "| revalidated (304) | ",
-            "| loadImage (enqueue) | ",
+            "| loadImage (enqueue) | ", "| image(for:) awaited in a Task | ",
         ] {
             guard let line = markdown.split(separator: "\n").first(where: { $0.hasPrefix(row) }) else {
                 XCTFail("no row starting \(row)")
