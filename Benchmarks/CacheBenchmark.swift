@@ -34,10 +34,7 @@ struct CacheHitLatency: Sendable {
     var name: String
     var samples: [Double]
 
-    func percentile(_ p: Double) -> Double {
-        let sorted = samples.sorted()
-        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.down)))]
-    }
+    func percentile(_ p: Double) -> Double { Samples(samples).percentile(p) }
 }
 
 struct CacheBenchmarkResult: Sendable {

@@ -138,11 +138,7 @@ struct LoaderSourcesResult: Sendable {
     var skipped: [String]
 }
 
-func median(of values: [Double]) -> Double {
-    let sorted = values.sorted()
-    guard !sorted.isEmpty else { return .nan }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-}
+func median(of values: [Double]) -> Double { Samples(values).median }
 
 let loaderDisplayNames = ["peer": "URLSession+TG (peer)", "ours": "AsyncImageKit", "ours-nopool": "AsyncImageKit, no pool"]
 
@@ -369,9 +365,11 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
 
 /// "median (min-max)".
 func medianSpan(_ values: [Double], _ format: String) -> String {
-    guard let low = values.min(), let high = values.max() else { return "-" }
-    if values.count == 1 { return String(format: format, values[0]) }
-    return String(format: format, median(of: values)) + " (" + String(format: format, low) + "-" + String(format: format, high) + ")"
+    let samples = Samples(values)
+    guard !samples.isEmpty else { return "-" }
+    let middle = String(format: format, samples.median)
+    guard samples.count > 1 else { return middle }
+    return middle + " (" + String(format: format, samples.min) + "-" + String(format: format, samples.max) + ")"
 }
 
 /// Every run as CSV (one line per run; the bound's rounds as loader "decode-bound").
