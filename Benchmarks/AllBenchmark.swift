@@ -295,7 +295,7 @@ func scaleSection(
                 guard case .value(let value)? = results[size]?[name] else { return nil }
                 return (Double(size), Samples([value]))
             }
-            plotSeries.append(.init(name: name, points: points, dashed: name == scaleYardstickRow))
+            plotSeries.append(.init(name: name, points: points, dashed: name.hasPrefix("yardstick")))
         }
     }
     let chart = LineChart(

@@ -113,6 +113,27 @@ func parseScaleOptions(_ arguments: ArraySlice<String>) -> ScaleOptions {
 /// A target object, as a cell or view would be.
 final class ScaleTarget {}
 
+/// A request and its handle in the re-rank yardstick.
+final class ScaleFloorRecord {
+    var priority = 2
+}
+
+final class ScaleFloorHandle {
+    let record: ScaleFloorRecord
+    init(_ record: ScaleFloorRecord) { self.record = record }
+}
+
+/// A target's entry in the lookup yardstick: what `url(for:)` must read.
+final class ScaleFloorEntry {
+    weak var target: ScaleTarget?
+    let url: URL
+
+    init(_ target: ScaleTarget, _ url: URL) {
+        self.target = target
+        self.url = url
+    }
+}
+
 /// One measured phase: `calls` calls of `operation`, the k-th with argument k.
 struct ScalePhase {
     let name: String
@@ -169,6 +190,8 @@ let scaleMallocRow = "malloc in use, bytes per request"
 let scaleRSSRow = "RSS, bytes per request"
 let scaleRunsRow = "runs (figures are their medians)"
 let scaleYardstickRow = "yardstick: Dictionary remove of N objects"
+let scaleLookupFloorRow = "yardstick: url(for:)'s least work (find, weak load, URL)"
+let scaleRerankFloorRow = "yardstick: a re-rank's least work (handle, request, write)"
 /// How many `url(for:)` calls a lookup phase makes, whatever N.
 let scaleLookups = 4_000
 /// Each size runs again while its runs so far took under `scaleRunSeconds`, at most `scaleMaxRuns` times.
@@ -475,6 +498,36 @@ func runScaleCase(
         let order = run.order
         let yardstick = timeCalls(count, limit: limit) { table.removeValue(forKey: ObjectIdentifier(objects[order[$0]])) }
         result.rows.append((scaleYardstickRow, .value(yardstick.seconds * 1e9 / Double(max(1, yardstick.done)))))
+        // The least memory work a re-rank can do: from the caller's handle to
+        // its request, and a write there (N of each, allocated one by one).
+        let records = (0..<count).map { _ in ScaleFloorRecord() }
+        let floorHandles = records.map(ScaleFloorHandle.init)
+        let flips = (0..<scaleLookups).map { order[$0 % count] }
+        let rerank = timeCalls(flips.count, limit: limit) {
+            let record = floorHandles[flips[$0]].record
+            record.priority = record.priority == 3 ? 1 : 3
+        }
+        result.rows.append((scaleRerankFloorRow, .value(rerank.seconds * 1e9 / Double(max(1, rerank.done)))))
+        if shape == .many {
+            // The least memory work `url(for:)` can do with a target each: find
+            // the target's entry by identity, load its weak reference (a dead
+            // target's address can be reused), and hand back a URL. No design
+            // does less; its growth from 1k to 1M bounds how flat the real
+            // lookup can be.
+            let entries = Dictionary(
+                uniqueKeysWithValues: run.targets.indices.map {
+                    (ObjectIdentifier(run.targets[$0]), ScaleFloorEntry(run.targets[$0], requests[$0].url))
+                })
+            var found: [URL] = []
+            found.reserveCapacity(scaleLookups)
+            let lookups = (0..<scaleLookups).map { order[$0 % count] }
+            let floor = timeCalls(lookups.count, limit: limit) {
+                let target = run.targets[lookups[$0]]
+                if let entry = entries[ObjectIdentifier(target)], entry.target === target { found.append(entry.url) }
+            }
+            if found.count != floor.done { result.notes.append("the lookup yardstick missed \(floor.done - found.count) targets") }
+            result.rows.append((scaleLookupFloorRow, .value(floor.seconds * 1e9 / Double(max(1, floor.done)))))
+        }
     }
     measure()
     // Deliveries scheduled by the loader's teardown (none are expected) finish first.
@@ -535,7 +588,8 @@ func renderScale(
         half with the action). Lookups: \(scaleLookups) calls. Times in ns per call; memory: after minus
         before the enqueue, per request. Each size runs up to \(scaleMaxRuns) times while its runs take under
         \(scaleSeconds(scaleRunSeconds)) s, and each figure is the median of its runs. Limit per phase: \(scaleSeconds(options.maxSeconds)) s.
-        Goal: at most 2x from the smallest N to the largest.
+        Goal: at most 2x from the smallest N to the largest. Yardsticks, timed in the same run: a plain
+        Dictionary's remove, the least work a re-rank and (shape many) url(for:) can do; their growth is the memory's.
 
 
         """

@@ -43,7 +43,12 @@ extension AsyncImageLoader {
     public func cancelLoading(url: URL, target: AnyObject, action: ImageAction) {
         let name = url.absoluteString
         cancel { state, keep in
-            state.targets.lane(of: target, action: action.name, &keep)?.pending.filter { $0.urlKey == name } ?? []
+            // Whichever index is smaller: the URL's requests or the lane's.
+            let forURL = state.byURL[name] ?? RequestSet()
+            if let lane = state.targets.lane(of: target, action: action.name, &keep), lane.live < forURL.count {
+                return lane.pending.filter { $0.urlKey == name }
+            }
+            return forURL.filter { $0.actionName == action.name && $0.targets(target, &keep) }
         }
     }
 
@@ -52,18 +57,18 @@ extension AsyncImageLoader {
         let name = url.absoluteString
         cancel { state, keep in
             // Whichever index is smaller: the URL's requests or the target's.
-            let forURL = state.byURL[name] ?? [:]
+            let forURL = state.byURL[name] ?? RequestSet()
             if state.targets.pendingCount(of: target, &keep) < forURL.count {
                 return state.targets.lanes(of: target, &keep).flatMap(\.pending).filter { $0.urlKey == name }
             }
-            return forURL.values.filter { $0.targets(target, &keep) }
+            return forURL.filter { $0.targets(target, &keep) }
         }
     }
 
     /// Cancels every request for `url`, with or without a target.
     public func cancelLoading(url: URL) {
         let name = url.absoluteString
-        cancel { state, _ in Array((state.byURL[name] ?? [:]).values) }
+        cancel { state, _ in Array(state.byURL[name] ?? RequestSet()) }
     }
 
     /// Cancels every request on `target` with `action` (matched by name).

@@ -128,7 +128,7 @@ public final class AsyncImageLoader: Sendable {
                 if case .loading(let handle) = job.phase { return handle }
                 return nil
             }
-            let records = state.byURL.values.flatMap(\.values)
+            let records = state.byURL.values.flatMap { $0 }
             let callbacks = records.map { record in
                 record.state = .cancelled
                 record.job = nil

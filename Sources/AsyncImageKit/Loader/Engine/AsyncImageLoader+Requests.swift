@@ -49,7 +49,7 @@ extension AsyncImageLoader {
     ) {
         state.nextID += 1
         record.id = state.nextID
-        state.byURL[record.urlKey, default: [:]][record.id] = record
+        state.byURL[record.urlKey, default: RequestSet()].insert(record)
         state.pendingCount += 1
         state.nextStamp += 1
         let (lane, stale) = state.targets.lane(for: record, object: object, stamp: state.nextStamp, &effects.keep)
@@ -145,7 +145,7 @@ extension AsyncImageLoader {
     func removePending(_ record: LoadRequest, wasQueued: Bool, _ state: inout LoaderState, _ effects: inout Effects) {
         // In place (a copy of the inner table would be copied on write).
         let key = record.urlKey
-        if state.byURL[key]?.removeValue(forKey: record.id) != nil, state.byURL[key]?.isEmpty == true {
+        if state.byURL[key]?.remove(record) == true, state.byURL[key]?.isEmpty == true {
             state.byURL[key] = nil
         }
         state.pendingCount -= 1

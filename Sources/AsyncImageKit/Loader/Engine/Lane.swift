@@ -30,7 +30,7 @@ final class Lane {
     /// Pending requests in the lane.
     private(set) var live = 0
     /// Queued requests per priority level.
-    private var queuedCounts = [Int](repeating: 0, count: ImagePriority.allCases.count)
+    private var queuedCounts = PriorityCounts()
     private(set) var queuedCount = 0
 
     init(key: TargetKey?, isPrefetch: Bool, stamp: UInt64) {
@@ -42,7 +42,7 @@ final class Lane {
     /// The highest priority among the queued requests: the lane's rank.
     var level: Int? {
         guard queuedCount > 0 else { return nil }
-        return queuedCounts.lastIndex { $0 > 0 }
+        return queuedCounts.highest?.rawValue
     }
 
     /// Adds a pending request (the newest) and touches the lane; the caller
@@ -55,19 +55,24 @@ final class Lane {
     }
 
     func enterQueue(_ priority: ImagePriority) {
-        queuedCounts[priority.rawValue] += 1
+        queuedCounts.add(1, at: priority)
         queuedCount += 1
     }
 
     /// Queues `record` again (it was moved to a job still queued, after its
     /// first one started): the queue head goes back to it if it had passed it.
     func requeue(_ record: LoadRequest) {
-        if let index = items[front...].firstIndex(where: { $0 === record }) { queueHead = min(queueHead, index) }
+        // A walk of the lane, on a rare path: a job that had only stored
+        // processed images handing its other requests on (see `moveUnservable`).
+        if let index = items[front...].firstIndex(where: { $0 === record }) {
+            IndexWalk.count(index - front + 1)
+            queueHead = min(queueHead, index)
+        }
         enterQueue(record.priority)
     }
 
     func leaveQueue(_ priority: ImagePriority) {
-        queuedCounts[priority.rawValue] -= 1
+        queuedCounts.add(-1, at: priority)
         queuedCount -= 1
     }
 
@@ -77,6 +82,7 @@ final class Lane {
     func ended(_ keep: inout KeepAlive) {
         live -= 1
         if live == 0 {
+            IndexWalk.count(items.count)
             items.forEach { keep.park($0) }
             items = []
             front = 0
@@ -90,6 +96,7 @@ final class Lane {
     func nextQueued() -> LoadRequest? {
         queueHead = max(queueHead, front)
         while queueHead < items.count {
+            IndexWalk.count()
             if items[queueHead].isQueued { return items[queueHead] }
             queueHead += 1
         }
@@ -99,6 +106,7 @@ final class Lane {
     /// The newest pending request.
     func latestPending(_ keep: inout KeepAlive) -> LoadRequest? {
         while items.count > front, items[items.count - 1].state != .pending {
+            IndexWalk.count()
             keep.park(items.removeLast())
         }
         queueHead = min(queueHead, items.count)
@@ -108,10 +116,14 @@ final class Lane {
     /// The pending requests made before `record`, oldest first (superseded
     /// once `record` is delivered).
     func pending(before record: LoadRequest) -> [LoadRequest] {
-        while front < items.count, items[front].state != .pending { front += 1 }
+        while front < items.count, items[front].state != .pending {
+            IndexWalk.count()
+            front += 1
+        }
         var earlier: [LoadRequest] = []
         var index = front
         while index < items.count, items[index].id < record.id {
+            IndexWalk.count()
             if items[index].state == .pending { earlier.append(items[index]) }
             index += 1
         }
@@ -119,11 +131,15 @@ final class Lane {
     }
 
     /// Every pending request, oldest first.
-    var pending: [LoadRequest] { items[front...].filter { $0.state == .pending } }
+    var pending: [LoadRequest] {
+        IndexWalk.count(items.count - front)
+        return items[front...].filter { $0.state == .pending }
+    }
 
     private func compactIfSparse(_ keep: inout KeepAlive) {
         let held = items.count - front
         guard held - live > live + 32 else { return }
+        IndexWalk.count(items.count)
         items.forEach { keep.park($0) }
         items = items[front...].filter { $0.state == .pending }
         front = 0
@@ -131,13 +147,60 @@ final class Lane {
     }
 }
 
+/// A count per priority level, stored inline: a lane (one per target and
+/// action, and one per target-less request) then makes no array of its own.
+struct PriorityCounts {
+    private var veryLow = 0, low = 0, normal = 0, high = 0, veryHigh = 0
+
+    mutating func add(_ amount: Int, at priority: ImagePriority) {
+        switch priority {
+        case .veryLow: veryLow += amount
+        case .low: low += amount
+        case .normal: normal += amount
+        case .high: high += amount
+        case .veryHigh: veryHigh += amount
+        }
+    }
+
+    /// The highest priority with a count, if any.
+    var highest: ImagePriority? {
+        if veryHigh > 0 { return .veryHigh }
+        if high > 0 { return .high }
+        if normal > 0 { return .normal }
+        if low > 0 { return .low }
+        return veryLow > 0 ? .veryLow : nil
+    }
+}
+
 /// The target layer's table: the lanes of each live target, by action. The
 /// one owner of per-target order, superseding and `url(for:)`.
 struct TargetLanes {
+    /// A target's lanes by action. Nearly every target uses one action, so
+    /// its lane is kept inline and a table is made only for a second one
+    /// (saving a table per target, and a memory access per lookup).
     private final class Entry {
         let target: WeakTarget
-        var lanes: [String: Lane] = [:]
+        private var first: Lane?
+        private var others: [String: Lane] = [:]
         init(_ target: WeakTarget) { self.target = target }
+
+        var isEmpty: Bool { first == nil && others.isEmpty }
+
+        var lanes: [Lane] { (first.map { [$0] } ?? []) + others.values }
+
+        subscript(action: String) -> Lane? {
+            get { first?.key?.action == action ? first : others[action] }
+            set {
+                if let first, first.key?.action == action {
+                    // One of the others moves up: a lone lane is always inline.
+                    self.first = newValue ?? others.popFirst()?.value
+                } else if first == nil, newValue != nil {
+                    first = newValue
+                } else {
+                    others[action] = newValue
+                }
+            }
+        }
     }
 
     private var entries: [ObjectIdentifier: Entry] = [:]
@@ -159,13 +222,13 @@ struct TargetLanes {
         var stale: [LoadRequest] = []
         var entry = entries[key.target]
         if let found = entry, !found.target.refers(to: object, &keep) {
-            stale = found.lanes.values.flatMap(\.pending)
+            stale = found.lanes.flatMap(\.pending)
             entry = nil
         }
         let live = entry ?? Entry(weak)
         entries[key.target] = live
-        let lane = live.lanes[key.action] ?? Lane(key: key, isPrefetch: false, stamp: stamp)
-        live.lanes[key.action] = lane
+        let lane = live[key.action] ?? Lane(key: key, isPrefetch: false, stamp: stamp)
+        live[key.action] = lane
         lane.add(record, stamp: stamp)
         return (lane, stale)
     }
@@ -174,20 +237,20 @@ struct TargetLanes {
     mutating func ended(_ record: LoadRequest, in lane: Lane, _ keep: inout KeepAlive) {
         lane.ended(&keep)
         guard lane.live == 0, let key = lane.key, let entry = entries[key.target] else { return }
-        if entry.lanes[key.action] === lane { entry.lanes[key.action] = nil }
-        if entry.lanes.isEmpty { entries[key.target] = nil }
+        if entry[key.action] === lane { entry[key.action] = nil }
+        if entry.isEmpty { entries[key.target] = nil }
     }
 
     /// The lane of `object` and `action`, if `object` has pending requests there.
     func lane(of object: AnyObject, action: String, _ keep: inout KeepAlive) -> Lane? {
         guard let entry = entries[ObjectIdentifier(object)], entry.target.refers(to: object, &keep) else { return nil }
-        return entry.lanes[action]
+        return entry[action]
     }
 
     /// Every lane of `object`.
     func lanes(of object: AnyObject, _ keep: inout KeepAlive) -> [Lane] {
         guard let entry = entries[ObjectIdentifier(object)], entry.target.refers(to: object, &keep) else { return [] }
-        return Array(entry.lanes.values)
+        return entry.lanes
     }
 
     /// How many requests of `object` are pending.
@@ -196,7 +259,7 @@ struct TargetLanes {
     }
 
     /// Every pending request on a target (for the loader's `deinit`).
-    var allPending: [LoadRequest] { entries.values.flatMap { $0.lanes.values.flatMap(\.pending) } }
+    var allPending: [LoadRequest] { entries.values.flatMap { $0.lanes.flatMap(\.pending) } }
 
     /// The newest pending URL of `object` and `action`.
     func url(for object: AnyObject, action: String, _ keep: inout KeepAlive) -> URL? {

@@ -38,7 +38,7 @@ final class LoadJob: @unchecked Sendable {
     /// of a key: the key names the processors).
     private(set) var processors: [ImageCacheKey: [any ImageProcessing]] = [:]
     /// Requests waiting for this job's body, by id.
-    private(set) var requests: [UInt64: LoadRequest] = [:]
+    private(set) var requests = RequestSet()
     var phase = Phase.queued
     /// Its requests that are not prefetches: none, and a transfer it holds
     /// counts against the prefetch cap.
@@ -112,7 +112,7 @@ final class LoadJob: @unchecked Sendable {
     /// Adds a request; its size's result will also be stored in its cache,
     /// and on disk as `storage` says.
     func join(_ record: LoadRequest, storage: DiskStorage) {
-        requests[record.id] = record
+        requests.insert(record)
         record.job = self
         if !record.isPrefetch { visibleCount += 1 }
         if !record.request.processors.isEmpty { processors[record.request.cacheKey] = record.request.processors }
@@ -126,7 +126,7 @@ final class LoadJob: @unchecked Sendable {
 
     /// Removes a request (delivered or cancelled).
     func leave(_ record: LoadRequest) {
-        guard requests.removeValue(forKey: record.id) != nil else { return }
+        guard requests.remove(record) else { return }
         if !record.isPrefetch { visibleCount -= 1 }
         if record.job === self { record.job = nil }
     }
@@ -134,7 +134,7 @@ final class LoadJob: @unchecked Sendable {
     /// Lets go of everything (the loader's `deinit`): the phase holds the
     /// transfer, whose completion holds the job.
     func abandon() {
-        requests = [:]
+        requests = RequestSet()
         caches = [:]
         phase = .finished
     }
@@ -153,11 +153,11 @@ final class LoadJob: @unchecked Sendable {
 
     /// The processings its requests ask for (not full size), each once.
     var processings: Set<String> {
-        Set(requests.values.lazy.map(\.request.cacheKey.processing).filter { !$0.isEmpty })
+        Set(requests.lazy.map(\.request.cacheKey.processing).filter { !$0.isEmpty })
     }
 
     /// Whether a request asks for full size (only the body can serve it).
-    var needsFullSize: Bool { requests.values.contains { $0.request.cacheKey.processing.isEmpty } }
+    var needsFullSize: Bool { requests.contains { $0.request.cacheKey.processing.isEmpty } }
 
     var isQueued: Bool {
         if case .queued = phase { return true }
@@ -166,7 +166,7 @@ final class LoadJob: @unchecked Sendable {
 
     /// The highest priority among its requests.
     var priority: ImagePriority {
-        requests.values.lazy.map(\.priority).max() ?? .veryLow
+        requests.lazy.map(\.priority).max() ?? .veryLow
     }
 
     /// Whether any of its requests is not a prefetch.
@@ -174,20 +174,20 @@ final class LoadJob: @unchecked Sendable {
 
     /// The requests for `key`, oldest first.
     func requests(for key: ImageCacheKey) -> [LoadRequest] {
-        requests.values.filter { $0.request.cacheKey == key }.sorted { $0.id < $1.id }
+        requests.filter { $0.request.cacheKey == key }.sorted { $0.id < $1.id }
     }
 
     /// Every request, oldest first.
-    var orderedRequests: [LoadRequest] { requests.values.sorted { $0.id < $1.id } }
+    var orderedRequests: [LoadRequest] { requests.sorted { $0.id < $1.id } }
 
     /// The next decode to run: the cache key of the most recent request, and
     /// its options with the largest pixel and frame limits of the requests
     /// that share that key (each request's own limits are checked on the result).
     func nextDecode() -> (key: ImageCacheKey, options: DecodingOptions)? {
-        guard let newest = requests.values.max(by: { $0.id < $1.id }) else { return nil }
+        guard let newest = requests.max(by: { $0.id < $1.id }) else { return nil }
         let key = newest.request.cacheKey
         var options = newest.request.options
-        for record in requests.values where record.request.cacheKey == key {
+        for record in requests where record.request.cacheKey == key {
             options.maxPixels = max(options.maxPixels, record.request.options.maxPixels)
             options.maxFrames = max(options.maxFrames, record.request.options.maxFrames)
         }

@@ -29,7 +29,7 @@ struct LoaderState {
     var nextStamp: UInt64 = 0
     /// Pending requests per URL (absolute string), by id: cancelling by URL,
     /// and the loader's `deinit`, never look beyond them.
-    var byURL: [String: [UInt64: LoadRequest]] = [:]
+    var byURL: [String: RequestSet] = [:]
     var pendingCount = 0
     /// The target layer: lanes per target and action.
     var targets = TargetLanes()

@@ -33,6 +33,7 @@ struct TransferQueue {
         mutating func top() -> (level: Int, entry: Entry)? {
             for level in heaps.indices.reversed() {
                 while let entry = heaps[level].top, !Self.isLive(entry, level: level) {
+                    IndexWalk.count()
                     heaps[level].pop()
                     entries -= 1
                 }
@@ -43,6 +44,7 @@ struct TransferQueue {
 
         mutating func sweepIfStale() {
             guard entries > 2 * filed + 64 else { return }
+            IndexWalk.count(entries)
             entries = 0
             for level in heaps.indices {
                 heaps[level].retain { Self.isLive($0, level: level) }
