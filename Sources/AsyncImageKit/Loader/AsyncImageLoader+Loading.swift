@@ -43,9 +43,11 @@ extension AsyncImageLoader {
     public func cancelLoading(url: URL, target: AnyObject, action: ImageAction) {
         let name = url.absoluteString
         cancel { state, keep in
-            // Whichever index is smaller: the URL's requests or the lane's.
+            // Whichever index is smaller: the URL's requests or the lane's
+            // (none: the target has nothing pending with this action).
+            guard let lane = state.targets.lane(of: target, action: action.name, &keep) else { return [] }
             let forURL = state.byURL[name] ?? RequestSet()
-            if let lane = state.targets.lane(of: target, action: action.name, &keep), lane.live < forURL.count {
+            if lane.live < forURL.count {
                 return lane.pending.filter { $0.urlKey == name }
             }
             return forURL.filter { $0.actionName == action.name && $0.targets(target, &keep) }

@@ -1,3 +1,4 @@
+#if DEBUG  // IndexWalk counts in debug builds only
 @testable import AsyncImageKit
 import XCTest
 
@@ -23,6 +24,33 @@ final class IndexWalkTests: XCTestCase {
 
     func testNoCallWalksTheQueueWithATargetEach() {
         check(.many)
+    }
+
+    /// Many targets waiting on one URL (a placeholder, an avatar): a target
+    /// with nothing pending there, or nothing with that action, cancels it
+    /// without looking at the others; one with a request there looks at its own.
+    func testCancellingASharedURLLooksOnlyAtTheTargetsOwnRequests() {
+        let h = FakeHarness(concurrentLoads: 1, cache: false)
+        h.loader.maxPendingRequests = large + 1
+        h.load(1_000_000)
+        wait(for: [h.transport.starts(1, self)], timeout: 10)
+        defer { h.transport.isSuspended = false }
+        let (action, other) = (ImageAction("walk") { _, _, _ in }, ImageAction("other") { _, _, _ in })
+        let cells = (0..<large).map { _ in Target() }
+        for cell in cells { h.loader.loadImage(h.url(7), target: cell, success: action) }
+        let idle = Target()
+
+        let counter = IndexWalk.Counter()
+        IndexWalk.$counter.withValue(counter) {
+            h.loader.cancelLoading(url: h.url(7), target: idle, action: action)
+            h.loader.cancelLoading(url: h.url(7), target: idle)
+            h.loader.cancelLoading(url: h.url(7), target: cells[0], action: other)
+            h.loader.cancelLoading(url: h.url(7), target: cells[1], action: action)
+            h.loader.cancelLoading(url: h.url(7), target: cells[2])
+        }
+        XCTAssertLessThanOrEqual(counter.steps, 8, "\(counter.steps) steps for five cancels beside \(large) requests for the URL")
+        XCTAssertEqual(h.loader.activity.pendingRequests, large + 1 - 2, "cells 1 and 2 cancelled, nothing else")
+        XCTAssertEqual(h.loader.url(for: cells[0], action: action), h.url(7))
     }
 
     /// Runs both sizes: no phase may cost more than a few dozen steps per
@@ -114,3 +142,4 @@ final class IndexWalkTests: XCTestCase {
         return (steps, Double(allSteps) / Double(allCalls))
     }
 }
+#endif

@@ -258,9 +258,6 @@ struct TargetLanes {
         lanes(of: object, &keep).reduce(0) { $0 + $1.live }
     }
 
-    /// Every pending request on a target (for the loader's `deinit`).
-    var allPending: [LoadRequest] { entries.values.flatMap { $0.lanes.flatMap(\.pending) } }
-
     /// The newest pending URL of `object` and `action`.
     func url(for object: AnyObject, action: String, _ keep: inout KeepAlive) -> URL? {
         lane(of: object, action: action, &keep)?.latestPending(&keep)?.request.url
