@@ -168,10 +168,9 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
     let figures = try measureDiskLoads(
         count: options.count, large: options.large, sets: URL(fileURLWithPath: "bench-output"), work: work, runs: 3,
         log: { print($0) })
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     if let original = figures.row(diskWarmOriginalRow), let thumbnail = figures.row(diskWarmThumbnailRow) {
-        let (rateO, cpuO) = (median(original.rates), median(original.cpu))
-        let (rateT, cpuT) = (median(thumbnail.rates), median(thumbnail.cpu))
+        let (rateO, cpuO) = (median(of: original.rates), median(of: original.cpu))
+        let (rateT, cpuT) = (median(of: thumbnail.rates), median(of: thumbnail.cpu))
         print(String(format: "stored thumbnails vs originals decoded at display size (medians of 3): %.1fx images/s, %.1fx less CPU per image (goal: >= 20x faster)", rateT / rateO, cpuO / cpuT))
     }
 
@@ -200,10 +199,8 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
     let lookupsDone = now() - opening
     cache.flush()
     let rebuilt = now() - opening
-    func percentile(_ values: [Double], _ p: Double) -> Double {
-        let sorted = values.sorted()
-        return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1e6
-    }
+    // Microseconds, from the shared samples' nearest-rank percentile.
+    func percentile(_ values: [Double], _ p: Double) -> Double { values.isEmpty ? 0 : Samples(values).percentile(p) * 1e6 }
     print(String(format: "start-up: init returned in %.2f ms; 4,000 lookups done %.0f ms after it; the background rebuild done %.0f ms after it", opened * 1000, lookupsDone * 1000, rebuilt * 1000))
     print(String(format: "lookups (during the rebuild): hit median %.1f us, p99 %.1f us; miss median %.1f us, p99 %.1f us (%d hits, %d misses)", percentile(hits, 0.5), percentile(hits, 0.99), percentile(misses, 0.5), percentile(misses, 0.99), hits.count, misses.count))
     print("ledger after the rebuild: \(cache.count) entries, \(cache.totalSize / 1_000_000) MB")

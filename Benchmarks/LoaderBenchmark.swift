@@ -150,127 +150,38 @@ func runOne(_ arguments: [String]) throws {
     print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 }) \(cpu)")
 }
 
+/// `loader`: the loading-over-HTTP workload (`LoaderWorkload.swift`, the
+/// same as `all`'s), with AsyncImageKit also run with its pixel-buffer pool
+/// off, printed as a table; then the memory cache against NSCache.
 func runLoaderBenchmark(_ arguments: [String]) throws {
-    var count = 200
-    var repeats = 3
-    var output = "bench-output"
-    var loadCounts = [1, 2, 4]
-    var workloads = ["full", "display"]
+    var options = LoaderWorkloadOptions()
+    options.loads = [1, 2, 4]
+    options.modes = ["peer", "ours", "ours-nopool"]
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
         switch argument {
-        case "--count": count = Int(iterator.next() ?? "") ?? count
-        case "--repeats": repeats = max(1, Int(iterator.next() ?? "") ?? repeats)
-        case "--output": output = iterator.next() ?? output
+        case "--count": options.count = Int(iterator.next() ?? "") ?? options.count
+        case "--repeats": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
+        case "--output": options.sets = URL(fileURLWithPath: iterator.next() ?? options.sets.path)
         case "--loads":
-            loadCounts = (iterator.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
-            if loadCounts.isEmpty { loadCounts = [1, 2, 4] }
+            let loads = (iterator.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+            if !loads.isEmpty { options.loads = loads }
         case "--workloads":
-            workloads = (iterator.next() ?? "").split(separator: ",").map(String.init).filter { ["full", "display"].contains($0) }
-            if workloads.isEmpty { workloads = ["full", "display"] }
+            let workloads = (iterator.next() ?? "").split(separator: ",").map(String.init).filter { ["full", "display"].contains($0) }
+            if !workloads.isEmpty { options.workloads = workloads }
         default:
             FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
             exit(2)
         }
     }
-    let folder = URL(fileURLWithPath: output).appendingPathComponent("loader-set")
-    print("Generating \(count) photo-like JPEGs (1.5-5 Mpx, q90) in \(folder.path) ...")
-    let names = try makeImageSet(count: count, folder: folder)
-    let list = URL(fileURLWithPath: output).appendingPathComponent("loader-set.txt")
-    try names.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
-    let bytes = try names.reduce(0) {
-        $0 + (try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($1).path)[.size] as? Int ?? 0)
-    }
-
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let server = Process()
-    server.executableURL = executable
-    server.arguments = ["serve", folder.path]
-    let pipe = Pipe()
-    server.standardOutput = pipe
-    try server.run()
-    defer { server.terminate() }
-    var line = Data()
-    while !line.contains(0x0A) { line.append(pipe.fileHandleForReading.availableData) }
-    let port = String(decoding: line, as: UTF8.self).split(separator: " ")[1].trimmingCharacters(in: .whitespacesAndNewlines)
-
-    // The decode ceiling: libjpeg-turbo's own rate on one of the set's
-    // photos, measured with one tjbench per core running at the same time.
-    // The machine's speed drifts (by 15% within minutes here), so it is
-    // measured again before each round of runs, and each row is divided by
-    // the median of the ceilings measured next to its own runs.
-    let sample = folder.appendingPathComponent(names[2 % names.count]).path
-    let cores = ProcessInfo.processInfo.activeProcessorCount
-    func measureCeiling() -> Double? {
-        let rates = Locked([Double]())
-        DispatchQueue.concurrentPerform(iterations: cores) { _ in
-            if let rate = tjbench(sample, scale: nil, seconds: 2) { rates.withLock { $0.append(rate) } }
-        }
-        let measured = rates.withLock { $0 }
-        return measured.count == cores ? measured.reduce(0, +) : nil
-    }
-    print(
-        "\(count) images, \(bytes / 1_000_000) MB, served by a separate process on 127.0.0.1:\(port).")
-    print("Each row: the median of \(repeats) runs, each in a fresh child process (peak RSS is its own);")
-    print("the loaders alternate run by run, after a ceiling measurement (\(cores) tjbench at once) each round.")
-    print("\"no pool\": PixelBufferPool.shared.countLimit = 0.\n")
-    print("workload  loads  loader                   images/s    Mpx/s  of ceiling  peak RSS  CPU ms/image   vs peer")
-
-    typealias Run = (seconds: Double, mpx: Double, rss: Double, cpu: Double)
-    func run(_ mode: String, _ concurrency: Int, _ workload: String) throws -> Run {
-        let child = Process()
-        child.executableURL = executable
-        child.arguments = ["run-one", mode, String(concurrency), workload, port, list.path]
-        let out = Pipe()
-        child.standardOutput = out
-        try child.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
-        guard let result = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT") }) else {
-            throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "child failed: \(text)"])
-        }
-        let fields = result.split(separator: " ").dropFirst().compactMap { Double($0) }
-        if fields[3] > 0 { print("  (\(Int(fields[3])) failures in \(mode) run)") }
-        return (fields[0], fields[1], fields[2], fields[4])
-    }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-
-    let loaders = [("peer", "URLSession+TG"), ("ours", "AsyncImageKit"), ("ours-nopool", "AsyncImageKit, no pool")]
-    var allCeilings: [Double] = []
-    for workload in workloads {
-        for concurrency in loadCounts {
-            var runs: [String: [Run]] = [:]
-            var ceilings: [Double] = []
-            for _ in 0..<repeats {
-                if let ceiling = measureCeiling() { ceilings.append(ceiling) }
-                for (mode, _) in loaders { runs[mode, default: []].append(try run(mode, concurrency, workload)) }
-            }
-            allCeilings += ceilings
-            let ceiling = ceilings.isEmpty ? nil : median(ceilings)
-            let peerSeconds = median(runs["peer"]!.map(\.seconds))
-            for (mode, name) in loaders {
-                let results = runs[mode]!
-                let seconds = median(results.map(\.seconds))
-                let mpx = results[0].mpx
-                let fraction = ceiling.map { String(format: "%9.0f%%", 100 * (mpx / seconds) / $0) } ?? "        -"
-                let speedup = mode == "peer" ? "" : String(format: "%8.2fx", peerSeconds / seconds)
-                print(
-                    workload.padding(toLength: 10, withPad: " ", startingAt: 0)
-                        + String(format: "%5d  ", concurrency) + name.padding(toLength: 23, withPad: " ", startingAt: 0)
-                        + String(format: "%10.1f %8.1f", Double(count) / seconds, mpx / seconds) + "  " + fraction
-                        + String(format: "  %6.0f MB", median(results.map(\.rss)))
-                        + String(format: "  %12.1f", 1000 * median(results.map(\.cpu)) / Double(count)) + speedup)
-            }
-            fflush(nil)
-        }
-    }
-    if allCeilings.isEmpty {
-        print("\nDecode ceiling: tjbench not found (apt-get install libjpeg-turbo-progs)")
-    } else {
-        print(String(
-            format: "\nDecode ceiling (%d tjbench at once, one per round): %.1f to %.1f Mpx/s over the run; each row uses the median of its own rounds.",
-            cores, allCeilings.min()!, allCeilings.max()!))
-    }
+    let figures = try measureLoaderWorkload(options) { print($0); fflush(nil) }
+    let command = "asyncimage-bench loader " + arguments.joined(separator: " ")
+    try FileManager.default.createDirectory(at: options.sets, withIntermediateDirectories: true)
+    let section = try loaderSection(figures, command: command, folder: options.sets)
+    print("\n" + section.summary.joined(separator: "\n") + " \"No pool\": PixelBufferPool.shared.countLimit = 0.\n")
+    print(section.plain, terminator: "")
+    print("The throughput plot: \(options.sets.appendingPathComponent("throughput-vs-concurrency.png").path)\n")
+    fflush(nil)
 
     runCacheBenchmark()
 }

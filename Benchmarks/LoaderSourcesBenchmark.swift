@@ -235,11 +235,15 @@ final class BuiltinServerProcess {
         self.port = port
     }
 
-    deinit {
+    /// Stops the server (again: nothing).
+    func stop() {
+        guard process.isRunning else { return }
         process.terminate()
         process.waitUntilExit()
         ChildProcessCleanup.forget(process.processIdentifier)
     }
+
+    deinit { stop() }
 }
 
 /// Runs `asyncimage-bench ARGUMENTS` and returns the line of its standard
@@ -259,6 +263,23 @@ func runBenchChild(_ arguments: [String], tag: String) throws -> [Double] {
             userInfo: [NSLocalizedDescriptionKey: "\(arguments.first ?? "child") failed (status \(child.terminationStatus)): \(text.suffix(500))"])
     }
     return line.split(separator: " ").dropFirst().compactMap { Double($0) }
+}
+
+/// One measured run of a loader: a `run-one` child (`mode`: peer, ours,
+/// ours-nopool) loading every image of `list` from 127.0.0.1:`port`, with the
+/// machine's CPU around it. Every loader benchmark runs its loaders through it.
+func runLoaderChild(_ mode: String, loads: Int, workload: String, port: Int, list: URL, images: Int) throws
+    -> LoaderRunSample
+{
+    let before = machineCPUSeconds()
+    let fields = try runBenchChild(["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
+    let after = machineCPUSeconds()
+    guard fields.count == 5 else {
+        throw BenchError("run-one (\(mode), \(loads) loads, \(workload)) printed an unreadable result: \(fields)")
+    }
+    return LoaderRunSample(
+        seconds: fields[0], images: images - Int(fields[3]), megapixels: fields[1], peakMB: fields[2], cpu: fields[4],
+        failures: Int(fields[3]), machineIdle: after.idle - before.idle, othersCPU: max(0, after.busy - before.busy - fields[4]))
 }
 
 /// Measures every source, workload, concurrency and loader, `repeats` rounds;
@@ -326,14 +347,8 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
                 for loads in options.loads {
                     for offset in 0..<options.loaders.count {
                         let mode = options.loaders[(offset + round) % options.loaders.count]
-                        let before = machineCPUSeconds()
-                        let fields = try runBenchChild(
-                            ["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
-                        let after = machineCPUSeconds()
-                        let run = LoaderRunSample(
-                            seconds: fields[0], images: count - Int(fields[3]), megapixels: fields[1], peakMB: fields[2],
-                            cpu: fields[4], failures: Int(fields[3]), machineIdle: after.idle - before.idle,
-                            othersCPU: max(0, after.busy - before.busy - fields[4]))
+                        let run = try runLoaderChild(
+                            mode, loads: loads, workload: workload, port: port, list: list, images: count)
                         if run.failures > 0 { log("  (\(run.failures) failures: \(mode), \(source.rawValue), \(loads) loads)") }
                         let key = "\(workload) \(source.rawValue) \(loads) \(mode)"
                         if rows[key] == nil {

@@ -3,12 +3,12 @@ import Foundation
 import ImageFixtures
 import LoopbackHTTP
 
-// `all`, loading over HTTP: the loader benchmark's workloads (full size and
-// display size at several concurrency levels, AsyncImageKit against
-// URLSession + TaskGroup) with the results kept as samples. It uses the
-// same child processes as `loader` (`serve` for the source, `run-one` for
-// each measured run, so that each run's peak RSS is its own) and the same
-// decode ceiling (one tjbench per core at once, measured each round).
+// Loading over HTTP, for `loader` and `all`: full size and display size at
+// several concurrency levels, AsyncImageKit against URLSession + TaskGroup,
+// with the results kept as samples. Each measured run is a `run-one` child
+// (runLoaderChild, shared with `loader --source/--set`), so that its peak
+// RSS is its own; the source is `serve` in a child process; the decode
+// ceiling is one tjbench per core at once, measured each round.
 
 /// Where the loader workload's images come from: a server of a folder's
 /// files at `/NAME` on 127.0.0.1 (run-one asks `http://127.0.0.1:PORT/NAME`).
@@ -19,38 +19,12 @@ struct HTTPSource {
     var start: (URL) throws -> (port: Int, stop: () -> Void)
 
     /// The benchmark's own raw-socket server, in a child process (`serve`), keep-alive.
-    static var builtin: HTTPSource { HTTPSource(name: "built-in", start: startBuiltinServer) }
-}
-
-/// Starts `serve` (the benchmark's own raw-socket server, keep-alive) in a
-/// child process for `folder`: its port, and what stops it.
-func startBuiltinServer(_ folder: URL) throws -> (port: Int, stop: () -> Void) {
-    let server = Process()
-    server.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    server.arguments = ["serve", folder.path]
-    let pipe = Pipe()
-    server.standardOutput = pipe
-    try server.run()
-    let stop = {
-        server.terminate()
-        server.waitUntilExit()
-    }
-    var line = Data()
-    while !line.contains(0x0A) {
-        let more = pipe.fileHandleForReading.availableData
-        guard !more.isEmpty else {
-            stop()
-            throw BenchError("loader: the serving child ended before printing its port")
+    static var builtin: HTTPSource {
+        HTTPSource(name: "built-in") { folder in
+            let server = try BuiltinServerProcess(folder: folder.path)
+            return (server.port, server.stop)
         }
-        line.append(more)
     }
-    guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").dropFirst().first
-        .flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-    else {
-        stop()
-        throw BenchError("loader: the serving child printed no port")
-    }
-    return (port, stop)
 }
 
 /// What the loader workload runs.
@@ -60,6 +34,8 @@ struct LoaderWorkloadOptions {
     var count = 200
     var loads = [1, 2, 4, 8, 32]
     var workloads = ["full", "display"]
+    /// run-one's modes, in the order of the first round (each round rotates it by one).
+    var modes = ["peer", "ours"]
     var runs = 3
     /// Where the image set is generated (kept between runs).
     var sets = URL(fileURLWithPath: "bench-output")
@@ -71,15 +47,6 @@ struct LoaderWorkloadOptions {
     var ceilingWarmup = 1.0
 }
 
-/// One measured run of one loader (a `run-one` child).
-struct LoaderRun {
-    var seconds: Double
-    var megapixels: Double
-    var peakMB: Double
-    var cpu: Double
-    var failures: Int
-}
-
 /// What the loader workload measured.
 struct LoaderFigures {
     struct Cell {
@@ -89,7 +56,7 @@ struct LoaderFigures {
         var loads: Int
         /// `ours` or `peer` (run-one's modes).
         var mode: String
-        var runs: [LoaderRun]
+        var runs: [LoaderRunSample]
     }
 
     var count: Int
@@ -110,11 +77,11 @@ struct LoaderFigures {
 }
 
 /// The display names of run-one's modes.
-let loaderModeNames = ["ours": "AsyncImageKit", "peer": "URLSession + TaskGroup"]
+let loaderModeNames = ["ours": "AsyncImageKit", "peer": "URLSession + TaskGroup", "ours-nopool": "AsyncImageKit, no pool"]
 
 /// Runs the loader workload: `runs` rounds per workload and load count, each
-/// round a ceiling measurement, then the peer and AsyncImageKit (in an order
-/// that alternates round by round).
+/// round a ceiling measurement, then each mode (in an order that rotates
+/// round by round, so the machine's drift hits them all).
 func measureLoaderWorkload(_ options: LoaderWorkloadOptions, log: (String) -> Void) throws -> LoaderFigures {
     let folder = options.sets.appendingPathComponent(options.setName)
     log("Generating \(options.count) photo-like JPEGs in \(folder.path) ...")
@@ -124,7 +91,6 @@ func measureLoaderWorkload(_ options: LoaderWorkloadOptions, log: (String) -> Vo
     let bytes = try names.reduce(0) {
         $0 + (try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($1).path)[.size] as? Int ?? 0)
     }
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     let sample = folder.appendingPathComponent(names[2 % names.count]).path
     let cores = ProcessInfo.processInfo.activeProcessorCount
     let haveTjbench = FileManager.default.isExecutableFile(atPath: "/usr/bin/tjbench")
@@ -140,23 +106,6 @@ func measureLoaderWorkload(_ options: LoaderWorkloadOptions, log: (String) -> Vo
         let measured = rates.withLock { $0 }
         return measured.count == cores ? measured.reduce(0, +) : nil
     }
-    func run(_ mode: String, _ loads: Int, _ workload: String, port: Int) throws -> LoaderRun {
-        let child = Process()
-        child.executableURL = executable
-        child.arguments = ["run-one", mode, String(loads), workload, String(port), list.path]
-        let out = Pipe()
-        child.standardOutput = out
-        try child.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
-        guard let result = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT") }) else {
-            throw BenchError("loader: a run-one child (\(mode), \(loads) loads, \(workload)) printed no result: \(text)")
-        }
-        let fields = result.split(separator: " ").dropFirst().compactMap { Double($0) }
-        guard fields.count == 5 else { throw BenchError("loader: unreadable child result: \(result)") }
-        return LoaderRun(seconds: fields[0], megapixels: fields[1], peakMB: fields[2], cpu: fields[4], failures: Int(fields[3]))
-    }
-
     var figures = LoaderFigures(count: names.count, megabytes: Double(bytes) / 1e6)
     if !haveTjbench { figures.skipped.append("the decode ceiling (tjbench: apt-get install libjpeg-turbo-progs)") }
     for source in options.sources {
@@ -164,16 +113,21 @@ func measureLoaderWorkload(_ options: LoaderWorkloadOptions, log: (String) -> Vo
         defer { stop() }
         for workload in options.workloads {
             for loads in options.loads {
-                var runs: [String: [LoaderRun]] = [:]
+                var runs: [String: [LoaderRunSample]] = [:]
                 var ceilings: [Double] = []
                 for round in 0..<options.runs {
                     if let ceiling = measureCeiling() { ceilings.append(ceiling) }
-                    for mode in round % 2 == 0 ? ["peer", "ours"] : ["ours", "peer"] {
-                        runs[mode, default: []].append(try run(mode, loads, workload, port: port))
+                    for offset in options.modes.indices {
+                        let mode = options.modes[(offset + round) % options.modes.count]
+                        let run = try runLoaderChild(
+                            mode, loads: loads, workload: workload, port: port, list: list, images: names.count)
+                        if run.failures > 0 { log("  (\(run.failures) failures: \(mode), \(loads) loads, \(workload))") }
+                        runs[mode, default: []].append(run)
                     }
                 }
                 figures.ceilings[LoaderFigures.key(workload, loads, source.name)] = Samples(ceilings)
-                for mode in ["ours", "peer"] {
+                // AsyncImageKit's rows first, as the tables show them.
+                for mode in options.modes.filter({ $0 != "peer" }) + options.modes.filter({ $0 == "peer" }) {
                     figures.cells.append(
                         LoaderFigures.Cell(
                             source: source.name, workload: workload, loads: loads, mode: mode, runs: runs[mode] ?? []))
@@ -213,7 +167,7 @@ func loaderSection(_ figures: LoaderFigures, command: String, folder: URL) throw
         let ceiling = figures.ceilings[LoaderFigures.key(cell.workload, cell.loads, cell.source)] ?? Samples([])
         let ofCeiling = ceiling.isEmpty ? "-" : mpx.ratio(to: ceiling).map { 100 * $0 }.formatted(0) + "%"
         var versus = "-"
-        if cell.mode == "ours", let peer = figures.cell(cell.workload, cell.loads, "peer", source: cell.source) {
+        if cell.mode != "peer", let peer = figures.cell(cell.workload, cell.loads, "peer", source: cell.source) {
             versus = rates.ratio(to: Samples(peer.runs.map { n / $0.seconds })).formattedRatio()
         }
         problems += cell.runs.reduce(0) { $0 + $1.failures }

@@ -105,11 +105,10 @@ func runProgressiveBenchmark(_ arguments: ArraySlice<String>) throws {
         whole.append(pass(endsEarly: false))
         early.append(pass(endsEarly: true))
     }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     print("loader                          images/s  CPU ms/image   MB transferred")
     for (name, runs) in [("whole files", whole), ("ends at the DC scans", early)] {
         let padded = name.padding(toLength: 30, withPad: " ", startingAt: 0)
-        print(padded + String(format: " %9.1f %13.2f %16.1f", median(runs.map(\.rate)), median(runs.map(\.cpu)),
+        print(padded + String(format: " %9.1f %13.2f %16.1f", median(of: runs.map(\.rate)), median(of: runs.map(\.cpu)),
                               Double(runs[0].bytes) / 1e6))
     }
     // Quality: each early image against the same file decoded whole.
@@ -129,6 +128,6 @@ func runProgressiveBenchmark(_ arguments: ArraySlice<String>) throws {
     }
     print(String(format: "bytes saved: %.1f%%; images/s %.2fx, CPU per image %.2fx less; worst PSNR against the whole file %.1f dB",
                  100 * (1 - Double(early[0].bytes) / Double(whole[0].bytes)),
-                 median(early.map(\.rate)) / median(whole.map(\.rate)), median(whole.map(\.cpu)) / median(early.map(\.cpu)),
+                 median(of: early.map(\.rate)) / median(of: whole.map(\.rate)), median(of: whole.map(\.cpu)) / median(of: early.map(\.cpu)),
                  worst))
 }

@@ -190,8 +190,8 @@ let scaleMallocRow = "malloc in use, bytes per request"
 let scaleRSSRow = "RSS, bytes per request"
 let scaleRunsRow = "runs (figures are their medians)"
 let scaleYardstickRow = "yardstick: Dictionary remove of N objects"
-let scaleLookupFloorRow = "yardstick: url(for:)'s least work (find, weak load, URL)"
-let scaleRerankFloorRow = "yardstick: a re-rank's least work (handle, request, write)"
+let scaleLookupFloorRow = "yardstick: url(for:)'s least work (lock, find, weak load, URL)"
+let scaleRerankFloorRow = "yardstick: a re-rank's least work (lock, handle, request, write)"
 /// How many `url(for:)` calls a lookup phase makes, whatever N.
 let scaleLookups = 4_000
 /// Each size runs again while its runs so far took under `scaleRunSeconds`, at most `scaleMaxRuns` times.
@@ -498,22 +498,28 @@ func runScaleCase(
         let order = run.order
         let yardstick = timeCalls(count, limit: limit) { table.removeValue(forKey: ObjectIdentifier(objects[order[$0]])) }
         result.rows.append((scaleYardstickRow, .value(yardstick.seconds * 1e9 / Double(max(1, yardstick.done)))))
-        // The least memory work a re-rank can do: from the caller's handle to
-        // its request, and a write there (N of each, allocated one by one).
+        // The least work a re-rank can do: from the caller's handle to its
+        // request, and a write there (N of each, allocated one by one), under
+        // a lock as any call a loader takes from any thread. (Without the
+        // lock the processor overlaps the memory reads of successive calls;
+        // a lock's atomic instructions do not let it.)
         let records = (0..<count).map { _ in ScaleFloorRecord() }
         let floorHandles = records.map(ScaleFloorHandle.init)
         let flips = (0..<scaleLookups).map { order[$0 % count] }
-        let rerank = timeCalls(flips.count, limit: limit) {
-            let record = floorHandles[flips[$0]].record
-            record.priority = record.priority == 3 ? 1 : 3
+        let floorLock = Locked(0)
+        let rerank = timeCalls(flips.count, limit: limit) { index in
+            floorLock.withLock { _ in
+                let record = floorHandles[flips[index]].record
+                record.priority = record.priority == 3 ? 1 : 3
+            }
         }
         result.rows.append((scaleRerankFloorRow, .value(rerank.seconds * 1e9 / Double(max(1, rerank.done)))))
         if shape == .many {
-            // The least memory work `url(for:)` can do with a target each: find
-            // the target's entry by identity, load its weak reference (a dead
-            // target's address can be reused), and hand back a URL. No design
-            // does less; its growth from 1k to 1M bounds how flat the real
-            // lookup can be.
+            // The least work `url(for:)` can do with a target each, under the
+            // lock: find the target's entry by identity, load its weak
+            // reference (a dead target's address can be reused), and hand back
+            // a URL. No design does less; its growth from 1k to 1M bounds how
+            // flat the real lookup can be.
             let entries = Dictionary(
                 uniqueKeysWithValues: run.targets.indices.map {
                     (ObjectIdentifier(run.targets[$0]), ScaleFloorEntry(run.targets[$0], requests[$0].url))
@@ -521,9 +527,13 @@ func runScaleCase(
             var found: [URL] = []
             found.reserveCapacity(scaleLookups)
             let lookups = (0..<scaleLookups).map { order[$0 % count] }
-            let floor = timeCalls(lookups.count, limit: limit) {
-                let target = run.targets[lookups[$0]]
-                if let entry = entries[ObjectIdentifier(target)], entry.target === target { found.append(entry.url) }
+            let floor = timeCalls(lookups.count, limit: limit) { index in
+                let target = run.targets[lookups[index]]
+                let url = floorLock.withLock { _ -> URL? in
+                    guard let entry = entries[ObjectIdentifier(target)], entry.target === target else { return nil }
+                    return entry.url
+                }
+                if let url { found.append(url) }
             }
             if found.count != floor.done { result.notes.append("the lookup yardstick missed \(floor.done - found.count) targets") }
             result.rows.append((scaleLookupFloorRow, .value(floor.seconds * 1e9 / Double(max(1, floor.done)))))
