@@ -235,11 +235,13 @@ final class BuiltinServerProcess {
         self.port = port
     }
 
-    /// Stops the server (again: nothing).
+    /// Stops the server (again: nothing). Its pid is forgotten even when it
+    /// had already ended, so the cleanup at exit never signals a reused pid.
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
         ChildProcessCleanup.forget(process.processIdentifier)
     }
 
