@@ -188,7 +188,17 @@ public struct LoadReport: Sendable, CustomStringConvertible {
             activity.delivered == events.delivered && activity.cancelled == events.cancelled,
             "the loader counts \(activity.delivered) delivered and \(activity.cancelled) cancelled, its events \(events.delivered) and \(events.cancelled)")
         check(activity.peakInFlight <= concurrentLoads, "peak in flight \(activity.peakInFlight), over the cap \(concurrentLoads)")
-        check(serverPeak <= concurrentLoads, "the server answered \(serverPeak) requests at once, over the cap \(concurrentLoads)")
+        // The loader's own count (above) is the exact check. The server's
+        // runs from a request's arrival until its handler has returned from
+        // the write, so a client that read the whole response, freed its
+        // slot and sent its next request can be seen beside it for that
+        // moment (once in a CI run under AddressSanitizer: 3 at a cap of 2,
+        // the loader's count at 2). One over is that race. With these small
+        // bodies the server rarely sees more than 3 at once whatever the cap,
+        // so this is a cross-check at cap 2 only.
+        check(
+            serverPeak <= concurrentLoads + 1,
+            "the server answered \(serverPeak) requests at once, over the cap \(concurrentLoads) (and its one-request margin)")
         check(openHandles == 0, "\(openHandles) requests with a handle neither completed nor cancelled")
         check(outcomes.posts == outcomes.callbacks, "\(outcomes.posts) notifications for \(outcomes.callbacks) actions")
         check(
