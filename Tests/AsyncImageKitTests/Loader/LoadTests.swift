@@ -15,7 +15,8 @@ import XCTest
 ///   each handle's state against the callbacks it got), with the right image
 ///   or a typed error, one notification right before each action, nothing
 ///   after a cancel or to a dead target, and the loader keeps no target alive;
-/// - in flight never above the cap (the loader's count and the server's);
+/// - in flight never above the cap (the loader's count; the server's, which
+///   outlives a transfer by its handler's return, at most one over);
 /// - descriptors and RSS back near their baseline once the cache is cleared
 ///   (RSS not under ThreadSanitizer, whose own shadow memory and allocator
 ///   caches grow with every thread the server starts);
