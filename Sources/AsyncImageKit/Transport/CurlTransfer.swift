@@ -131,7 +131,7 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, max(0, configuration.maxRedirects)))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.connectMilliseconds(configuration.timeout)))
-        set(aiv_curl_easy_setopt_long(easy, CURLOPT_FAILONERROR, 1))
+        set(aiv_curl_easy_setopt_long(easy, CURLOPT_FAILONERROR, configuration.returnsAnyStatus ? 0 : 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
         if let authorities = configuration.certificateAuthorities {

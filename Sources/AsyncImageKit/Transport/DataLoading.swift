@@ -57,6 +57,15 @@ public struct DataRequest: Sendable, Hashable {
     /// ``AsyncImageLoader/Configuration/urlPolicy``). ``DataLoader`` applies
     /// it together with its own ``TransportConfiguration/urlPolicy``.
     public var policy: URLPolicy
+    /// Whether any HTTP status is a response (with its headers and body)
+    /// rather than ``AsyncImageError/httpStatus(_:code:)``: what the HTTP
+    /// cache and ``AsyncImageLoader/data(for:)-(ImageRequest)`` ask for.
+    /// Default false: a status of 400 or more fails the transfer.
+    public var acceptsAnyStatus = false
+    /// Whether to ask for and decode compressed bodies (`Accept-Encoding`);
+    /// nil: the transport's own setting
+    /// (``TransportConfiguration/acceptsEncodedBodies``).
+    public var acceptsEncodedBodies: Bool?
 
     /// A request.
     public init(url: URL, headers: [String: String] = [:], timeout: Double = 60, policy: URLPolicy = .unrestricted) {

@@ -34,6 +34,9 @@ public struct TransportConfiguration: Sendable, Hashable {
     public var urlPolicy: URLPolicy
     /// Ask for and decode `gzip`, `deflate` and other encodings libcurl supports. Default `true`.
     public var acceptsEncodedBodies: Bool
+    /// Whether a status of 400 or more is a response rather than a failure
+    /// (set per request: ``DataRequest/acceptsAnyStatus``).
+    var returnsAnyStatus = false
     /// The `User-Agent` header.
     public var userAgent: String
     /// Headers sent with every transfer (default: an `Accept` naming the
