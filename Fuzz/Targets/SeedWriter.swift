@@ -26,8 +26,9 @@ public enum SeedWriter {
         var metadata = DataCacheMetadata(
             etag: "\"abc\"", lastModified: "Tue, 24 Nov 2026 00:00:00 GMT", freshUntil: 1_800_000_000,
             contentType: "image/png")
-        metadata.varyHeaders = ["accept": "image/webp", "dpr": ""]
-        metadata.requiresRevalidation = true
+        metadata.http = StoredHTTPHead(
+            status: 200, headers: ["cache-control": "no-cache", "etag": "\"abc\"", "vary": "Accept, DPR"],
+            varyRequestHeaders: ["accept": "image/webp", "dpr": ""], requestTime: 1_799_999_999, responseTime: 1_800_000_000)
         metadata.generation = "g1"
         try DataCacheEntry.encode(Data("a body".utf8), metadata: metadata)
             .write(to: entries.appendingPathComponent("full-metadata.aikd"))

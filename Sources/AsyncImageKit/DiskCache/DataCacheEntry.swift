@@ -16,17 +16,18 @@ public struct DataCacheMetadata: Sendable, Hashable, Codable {
     public var freshUntil: Double?
     /// The `Content-Type`, if any.
     public var contentType: String?
-    /// The request headers the response varied on (`Vary`), names
-    /// lowercased, "" for a header the request did not send; nil: none.
-    public var varyHeaders: [String: String]?
-    /// `Cache-Control: no-cache`: stored, but revalidated before every use.
-    public var requiresRevalidation: Bool?
     /// Which stored response an entry belongs to: an ``AsyncImageLoader``
     /// keeps a response's headers, its body and its processed images as
     /// separate entries, each with the response's generation, and uses
     /// an entry only while its generation matches the headers' (a `200`
     /// that replaced the response orphans the others, a `304` keeps them).
     public var generation: String?
+    /// The whole stored HTTP response but its body (status, headers, the
+    /// request headers `Vary` named, its times), on a loader's headers
+    /// entry: what ``HTTPCachePolicy`` reads. (`etag`, `lastModified`,
+    /// `freshUntil` and `contentType` are copies of it for readers of the
+    /// metadata; the loader reads this alone.)
+    package var http: StoredHTTPHead?
 
     /// Metadata with the given validators and freshness.
     public init(etag: String? = nil, lastModified: String? = nil, freshUntil: Double? = nil, contentType: String? = nil) {

@@ -42,12 +42,10 @@ struct ImageDiskStore: Sendable {
         String(UInt64.random(in: .min ... .max), radix: 16)
     }
 
-    /// The stored response's metadata, if any and if it matches the request
-    /// headers (`Vary`).
-    func headers(for diskKey: String, requestHeaders: [String: String]) -> DataCacheMetadata? {
-        guard let entry = cache.entry(for: diskKey), entry.metadata.generation != nil,
-            HTTPCaching.matches(entry.metadata, requestHeaders: requestHeaders)
-        else { return nil }
+    /// The stored response's metadata (its headers entry), if any. Whether
+    /// it may be used is ``HTTPCache``'s to say.
+    func headers(for diskKey: String) -> DataCacheMetadata? {
+        guard let entry = cache.entry(for: diskKey), entry.metadata.generation != nil else { return nil }
         return entry.metadata
     }
 

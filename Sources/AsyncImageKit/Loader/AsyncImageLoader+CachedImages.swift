@@ -31,12 +31,18 @@ extension AsyncImageLoader {
         guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return nil }
         // The processed image if one is stored (no decode of the original),
         // else the body, decoded here.
-        let store = ImageDiskStore(cache: disk)
+        // The same lookup as a load's, offline: fresh, or stale where the
+        // response allows it (never past `must-revalidate` or `no-cache`).
+        let httpCache = HTTPCache(policy: state.withLock { $0.httpCache }, store: ImageDiskStore(cache: disk))
+        let store = httpCache.store
         let key = LoadRequest.diskKey(for: request)
         let processing = request.cacheKey.processing
-        guard let metadata = store.headers(for: key, requestHeaders: request.headers),
-            let generation = metadata.generation
+        guard
+            case .usable(let stored, _) = Self.readStored(
+                httpCache, key: key, requestHeaders: request.headers, processings: [], needsFullSize: false, offline: true,
+                acceptStale: false, now: Date().timeIntervalSince1970)
         else { return nil }
+        let generation = stored.entry.generation
         var image: Image?
         if !processing.isEmpty, let stored = store.processed(for: key, processing: processing, generation: generation) {
             image = StoredImage.decode(stored, decoders: decoders)

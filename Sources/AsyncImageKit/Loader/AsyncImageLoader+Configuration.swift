@@ -82,6 +82,11 @@ extension AsyncImageLoader {
         /// ``TransportConfiguration/urlPolicy``; see ``URLPolicy`` for what
         /// is checked when.
         public var urlPolicy: URLPolicy
+        /// The HTTP caching rules of ``diskCache`` (default
+        /// ``HTTPCachePolicy/private``: one user's cache, as a browser's; a
+        /// service whose cache serves many users sets
+        /// ``HTTPCachePolicy/shared``). See <doc:DiskCache>.
+        public var httpCache: HTTPCachePolicy = .private
 
         /// A configuration; every parameter has the default described on its property.
         public init(

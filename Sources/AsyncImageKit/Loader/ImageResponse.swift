@@ -13,21 +13,26 @@ public struct ImageResponse: Sendable {
         case network
     }
 
-    /// What the HTTP response said (for a response from the network, or a
-    /// `304` that confirmed a stored one).
+    /// The HTTP response, as a cache returns it (RFC 9111): from the
+    /// network, or stored (its status and headers, with an `Age`; after a
+    /// `304`, with the `304`'s headers merged in). Nil for `file` URLs and
+    /// memory-cache hits.
     public struct HTTPInfo: Sendable, Hashable {
         /// The URL the body came from, after redirects.
         public let finalURL: URL
-        /// The status: 200, or 304 for a stored response the server confirmed.
+        /// The status (a stored response's own: 200 after a `304` too).
         public let statusCode: Int
         /// The response's headers, names lowercased.
         public let headers: [String: String]
+        /// Whether the server confirmed the stored response just now (a `304`).
+        public let isRevalidated: Bool
 
         /// HTTP information.
-        public init(finalURL: URL, statusCode: Int, headers: [String: String]) {
+        public init(finalURL: URL, statusCode: Int, headers: [String: String], isRevalidated: Bool = false) {
             self.finalURL = finalURL
             self.statusCode = statusCode
             self.headers = headers
+            self.isRevalidated = isRevalidated
         }
     }
 

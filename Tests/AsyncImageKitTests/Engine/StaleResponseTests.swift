@@ -17,15 +17,16 @@ final class StaleResponseTests: XCTestCase {
     private static let red = RGBA(r: 220, g: 10, b: 10)
     private static let blue = RGBA(r: 10, g: 10, b: 220)
 
-    /// A server whose image at `path` has an ETag and `no-cache` (every use
-    /// revalidates): `version` picks red (1) or blue (2); `failure` set: it
-    /// answers that status instead.
+    /// A server whose image at `path` has an ETag and `max-age=0` (stale at
+    /// once: every use revalidates, and it may be served stale), or the
+    /// given `cacheControl`: `version` picks red (1) or blue (2); `failure`
+    /// set: it answers that status instead.
     private final class VersionedImage: @unchecked Sendable {
         let version = Box<Int>(1)
         let failure = Box<Int>(0)
         let url: URL
 
-        init(_ server: ImageServer, path: String = "/versioned.png") {
+        init(_ server: ImageServer, path: String = "/versioned.png", cacheControl: String = "max-age=0") {
             url = server.url(path: path)
             let bodies = [1: StaleResponseTests.red, 2: StaleResponseTests.blue].mapValues {
                 try! PNGEncoder().encode(SyntheticImage.solid(width: 8, height: 8, color: $0))
@@ -39,9 +40,10 @@ final class StaleResponseTests: XCTestCase {
                 let current = version.value!
                 let tag = "\"v\(current)\""
                 if server.headers(of: url)?["if-none-match"] == tag {
-                    connection.respond(status: 304, headers: [("ETag", tag), ("Cache-Control", "no-cache")], body: Data())
+                    connection.respond(status: 304, headers: [("ETag", tag), ("Cache-Control", cacheControl)], body: Data())
                 } else {
-                    connection.respond(status: 200, headers: [("ETag", tag), ("Cache-Control", "no-cache")], body: bodies[current]!)
+                    connection.respond(
+                        status: 200, headers: [("ETag", tag), ("Cache-Control", cacheControl)], body: bodies[current]!)
                 }
             }
         }
@@ -174,6 +176,48 @@ final class StaleResponseTests: XCTestCase {
         let gone = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
         XCTAssertTrue(gone.isStale, "nothing listens on \(port) any more")
         XCTAssertEqual(gone.source, .diskCache)
+    }
+
+    /// RFC 9111 §4.2.4: a response that says `must-revalidate` or
+    /// `no-cache` is never served stale, whatever the loader's or the
+    /// request's stale policy: not when the server cannot be reached, not
+    /// offline, not while revalidating (the regression: such an entry with
+    /// an ETag was served stale after a failed revalidation).
+    func testMustRevalidateAndNoCacheAreNeverServedStale() async throws {
+        for (index, directive) in ["no-cache", "max-age=0, must-revalidate", "must-revalidate"].enumerated() {
+            let h = try LoaderHarness()
+            let disk = try DataCache(directory: folder.appendingPathComponent("\(index)"))
+            let image = VersionedImage(h.server, cacheControl: directive)
+            _ = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
+            let warm = makeLoader(h, disk)
+            warm.flushDiskWrites()
+            image.failure.value = 503
+            do {
+                let response = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
+                XCTFail("\(directive): served \(response.isStale ? "stale" : "fresh") instead of the failure")
+            } catch let error as AsyncImageError {
+                XCTAssertEqual(error, .httpStatus(image.url, code: 503), directive)
+            }
+            var whileRevalidating = ImageRequest(url: image.url)
+            whileRevalidating.cachePolicy = .returnStaleWhileRevalidating
+            do {
+                let response = try await makeLoader(h, disk).response(for: whileRevalidating)
+                XCTFail("\(directive): shown stale while revalidating (\(response.source))")
+            } catch let error as AsyncImageError {
+                XCTAssertEqual(error, .httpStatus(image.url, code: 503), directive)
+            }
+            do {
+                _ = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url, cachePolicy: .cachedOnly))
+                XCTFail("\(directive): served stale offline")
+            } catch let error as AsyncImageError {
+                XCTAssertEqual(error, .notCached(image.url), directive)
+            }
+            XCTAssertNil(makeLoader(h, disk).cachedImage(for: ImageRequest(url: image.url)), directive)
+            // Fresh, it is served as any other.
+            image.failure.value = 0
+            let fresh = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
+            XCTAssertFalse(fresh.isStale, directive)
+        }
     }
 
     /// A newer URL set on the target before the stale image is delivered

@@ -356,7 +356,7 @@ final class FaultInjectionTests: XCTestCase {
     func testFaultOnRevalidationServesTheStoredImageStale() async throws {
         let disk = try DataCache(directory: temporaryFolder("fault-stale"))
         let path = "/fault/revalidated"
-        let validated = ["ETag: \"v1\"", "Cache-Control: no-cache", "Content-Type: image/png"]
+        let validated = ["ETag: \"v1\"", "Cache-Control: max-age=0", "Content-Type: image/png"]
         let url = server.url(for: .headerLines(validated, body: png), path: path)
         let warm = makeLoader(disk: disk)
         let first = try await warm.response(for: ImageRequest(url: url))

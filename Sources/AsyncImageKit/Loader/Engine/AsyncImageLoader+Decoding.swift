@@ -86,7 +86,7 @@ extension AsyncImageLoader {
             if case .success(let image) = outcome, restored == nil {
                 storeOnDisk = state.withLock { state in self.diskWrite(for: job, body: data, key: key, image: image, &state) }
             }
-            if unreadable, let store = state.withLock({ _ in job.diskStore }) {
+            if unreadable, let store = state.withLock({ _ in job.httpCache?.store }) {
                 let (diskKey, processing) = (job.diskKey, key.processing)
                 diskWrites.async { store.cache.removeData(for: ImageDiskStore.processedKey(diskKey, processing)) }
             }

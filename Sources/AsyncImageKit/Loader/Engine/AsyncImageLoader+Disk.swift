@@ -1,25 +1,28 @@
 import Foundation
 
-/// What the disk gave a job: the stored response's headers, its body when
-/// it was needed, and the processed images found for the job's sizes.
+/// What the disk gave a job: the stored response's head, its body when it
+/// was needed, and the processed images found for the job's sizes.
 struct StoredResponse: Sendable {
-    var metadata: DataCacheMetadata
+    var entry: HTTPCache.Entry
     var body: Data?
     var images: [String: Data]
 
-    /// The response the transfer stage hands on (its body, or none);
-    /// `confirmedBy`: the `304` that revalidated it (its headers, HTTP
-    /// version and connection).
-    func response(for url: URL, status: Int, confirmedBy answer: DataResponse? = nil) -> DataResponse {
+    /// The response the transfer stage hands on (its body, or none), with
+    /// the stored status and headers (and an `Age`, RFC 9111 §5.1);
+    /// `confirmedBy`: the `304` that revalidated it (its HTTP version and
+    /// connection; its headers are merged into `entry` already).
+    func response(for url: URL, policy: HTTPCachePolicy, confirmedBy answer: DataResponse? = nil) -> DataResponse {
         DataResponse(
-            url: url, finalURL: answer?.finalURL, statusCode: status, contentType: metadata.contentType,
-            data: body ?? Data(), headers: answer?.headers ?? [:], httpVersion: answer?.httpVersion,
-            connection: answer?.connection)
+            url: url, finalURL: answer?.finalURL, statusCode: entry.head.status,
+            contentType: entry.head.headers["content-type"], data: body ?? Data(),
+            headers: policy.servedHeaders(entry.head, now: Date().timeIntervalSince1970),
+            httpVersion: answer?.httpVersion, connection: answer?.connection)
     }
 }
 
 /// The disk stage: reading a job's stored response before the network, and
-/// storing what a decode made after it. The layout is ``ImageDiskStore``'s.
+/// storing what a decode made after it. What may be stored and reused is
+/// ``HTTPCache``'s to say (RFC 9111); the layout is ``ImageDiskStore``'s.
 extension AsyncImageLoader {
     enum StoredLookup {
         /// Usable now: fresh, or stale where that is allowed (offline, or
@@ -35,18 +38,23 @@ extension AsyncImageLoader {
     /// `processings` are read first; the body only when they do not cover
     /// every request (`needsFullSize`, or a size without an image), so a
     /// thumbnail hit never reads the original. A stale response counts only
-    /// when it can be revalidated (or may be shown stale: offline, or
-    /// `acceptStale`) and what it lacks is not needed.
+    /// when it can be revalidated, or may be shown stale (offline, or
+    /// `acceptStale`) and its response does not forbid that
+    /// (`must-revalidate`, `no-cache`), and what it lacks is not needed.
+    /// The image path reuses only a stored `2xx`.
     static func readStored(
-        _ store: ImageDiskStore, key: String, requestHeaders: [String: String], processings: Set<String>,
+        _ cache: HTTPCache, key: String, requestHeaders: [String: String], processings: Set<String>,
         needsFullSize: Bool, offline: Bool, acceptStale: Bool, now: Double
     ) -> StoredLookup {
-        guard let metadata = store.headers(for: key, requestHeaders: requestHeaders),
-            let generation = metadata.generation
+        guard let entry = cache.entry(for: key, requestHeaders: requestHeaders), (200..<300).contains(entry.head.status)
         else { return .miss }
-        let isFresh = HTTPCaching.isFresh(metadata, now: now)
-        let usableNow = isFresh || offline || acceptStale
-        guard usableNow || HTTPCaching.canRevalidate(metadata) else { return .miss }
+        let reuse = cache.policy.reuse(entry.head, requestHeaders: requestHeaders, now: now)
+        let isFresh = reuse == .fresh
+        let mayBeStale = cache.policy.mayServeStale(entry.head)
+        let usableNow = isFresh || reuse == .staleAllowed || ((offline || acceptStale) && mayBeStale)
+        guard usableNow || (!offline && reuse != .unusable) else { return .miss }
+        let generation = entry.generation
+        let store = cache.store
         var images: [String: Data] = [:]
         for processing in processings {
             images[processing] = store.processed(for: key, processing: processing, generation: generation)
@@ -56,7 +64,7 @@ extension AsyncImageLoader {
         // Without the body, a partial answer is worth more than none only
         // offline: the stored images, and "not cached" for the other sizes.
         if needsBody, body == nil, !offline || images.isEmpty { return .miss }
-        let stored = StoredResponse(metadata: metadata, body: body, images: images)
+        let stored = StoredResponse(entry: entry, body: body, images: images)
         return usableNow ? .usable(stored, isStale: !isFresh) : .stale(stored)
     }
 
@@ -73,9 +81,12 @@ extension AsyncImageLoader {
         record.source = job.bodyFromDisk ? .diskCache : .network
         record.isStale = job.servedStale
         record.earlyEnd = job.earlyEnd
-        // An HTTP answer came for it: a body, or a 304 that confirmed the stored one.
-        if job.statusCode == 304 || (!job.bodyFromDisk && job.statusCode != 0), let finalURL = job.finalURL {
-            record.http = ImageResponse.HTTPInfo(finalURL: finalURL, statusCode: job.statusCode, headers: job.responseHeaders)
+        // Its HTTP response, as a cache returns it: from the network, or
+        // stored (with `Age`, and a confirming 304's headers merged in).
+        if job.statusCode != 0, let finalURL = job.finalURL, !job.url.isFileURL {
+            record.http = ImageResponse.HTTPInfo(
+                finalURL: finalURL, statusCode: job.statusCode, headers: job.responseHeaders,
+                isRevalidated: job.revalidated)
         }
         if record.deliversOnlyIfChanged, job.bodyFromDisk || outcome.isFailure {
             // The image shown is still the server's (a 304), or there is
@@ -143,21 +154,22 @@ extension AsyncImageLoader {
     func diskWrite(for job: LoadJob, body: Data, key: ImageCacheKey, image: Image, _ state: inout LoaderState)
         -> (@Sendable () -> Void)?
     {
-        guard let store = job.diskStore else { return nil }
-        var response: (metadata: DataCacheMetadata, body: Data?)?
+        guard let cache = job.httpCache else { return nil }
+        var response: (head: StoredHTTPHead, body: Data?)?
         if !job.bodyFromDisk, job.generation == nil {
-            // What HTTP allows to be stored (no `no-store`, no `Vary: *`), with its freshness.
+            // What HTTP allows to be stored (RFC 9111: no `no-store`, no
+            // `Vary: *`, reusable), as a whole response.
             guard
-                let metadata = HTTPCaching.metadata(
-                    status: job.statusCode, headers: job.responseHeaders, requestHeaders: job.headers,
-                    contentType: job.contentType, now: Date().timeIntervalSince1970)
+                let head = cache.headToStore(
+                    status: job.statusCode, responseHeaders: job.responseHeaders, requestHeaders: job.headers,
+                    requestTime: job.requestTime, responseTime: job.responseTime)
             else {
                 job.generation = ""  // not storable: nothing of it is
                 return nil
             }
             job.generation = ImageDiskStore.newGeneration()
             // A body that ended at the DC coefficients is a prefix: never the original.
-            response = (metadata, job.storesOriginal && job.earlyEnd == nil ? body : nil)
+            response = (head, job.storesOriginal && job.earlyEnd == nil ? body : nil)
         }
         guard let generation = job.generation, !generation.isEmpty else { return nil }
         let processing = key.processing
@@ -172,11 +184,12 @@ extension AsyncImageLoader {
             diskWrites.async {
                 do {
                     if let response = newResponse {
-                        try store.storeResponse(response.metadata, body: response.body, for: diskKey, generation: generation)
+                        try cache.store(response.head, body: response.body, for: diskKey, generation: generation)
                     }
                     if storesImage {
                         let bytes = try StoredImage.encode(image, encoding: encoding)
-                        try store.storeProcessed(bytes, for: diskKey, processing: processing, generation: generation)
+                        try cache.store.storeProcessed(
+                            bytes, for: diskKey, processing: processing, generation: generation)
                     }
                 } catch {
                     logger.warning("could not store \(url.absoluteString) on disk: \(error)")

@@ -8,8 +8,13 @@ struct TransferContext: Sendable {
     var handle: TransferHandle
     let request: DataRequest
     let modifier: (@Sendable (inout DataRequest) -> Void)?
-    let writeDisk: ImageDiskStore?
-    /// A stale response may be served when the server cannot be reached.
+    let writeDisk: HTTPCache?
+    /// Where its stale response was read from (nil: the disk is not read).
+    let readDisk: HTTPCache?
+    /// The HTTP caching rules (what a `304` and a failure mean for a stale response).
+    let policy: HTTPCachePolicy
+    /// The loader's own choice: a stale response may be served when the
+    /// server cannot be reached (unless the response forbids it).
     let staleOnError: Bool
     /// How previews are decoded, when a request wants them.
     let previews: (options: DecodingOptions, processors: [any ImageProcessing])?
@@ -31,7 +36,7 @@ extension AsyncImageLoader {
         // From here until the task is attached, a cancel waits for it (see `TransferHandle`).
         guard handle.beginStarting() else { return }
         var request = transfer.request
-        if let stale { request.headers.merge(HTTPCaching.validators(stale.metadata)) { $1 } }
+        if let stale { request.headers.merge(transfer.policy.conditionalHeaders(stale.entry.head)) { $1 } }
         if let partial {
             request.headers["Range"] = "bytes=\(partial.data.count)-"
             request.headers["If-Range"] = partial.validator
@@ -100,12 +105,15 @@ extension AsyncImageLoader {
                 return wantsMore
             }
         }
-        if let store = transfer.writeDisk {
+        if let store = transfer.writeDisk?.store {
             observer.partial = { [weak self] received in self?.keep(received, resuming: partial, in: store, job) }
         }
+        let requestTime = Date().timeIntervalSince1970
         let task = dataLoader.loadData(request, observer: observer) { [weak self] result in
             handle.finished()  // before anything else: the handle must not keep this task (see there)
             guard let self else { return }
+            let responseTime = Date().timeIntervalSince1970
+            self.state.withLock { _ in (job.requestTime, job.responseTime) = (requestTime, responseTime) }
             var result = result
             if let partial {
                 switch result {
@@ -119,34 +127,48 @@ extension AsyncImageLoader {
                 default:
                     break
                 }
-                if case .success = result, let store = transfer.writeDisk {
+                if case .success = result, let store = transfer.writeDisk?.store {
                     diskWrites.async { store.removePartial(for: job.diskKey) }
                 }
             }
             if let stale, case .success(let response) = result, response.statusCode == 304 {
-                // Only the small headers entry is rewritten (the body and
-                // processed images keep their generation), on the disk
-                // write queue, handed over before the deliveries.
-                var refreshed = stale
-                refreshed.metadata = HTTPCaching.refreshed(
-                    stale.metadata, by: response.headers, now: Date().timeIntervalSince1970)
-                if let store = transfer.writeDisk {
-                    let metadata = refreshed.metadata
-                    diskWrites.async { try? store.refresh(metadata, for: job.diskKey) }
+                // Refreshed by the 304's headers (RFC 9111 §4.3.4): only the
+                // small headers entry is rewritten (the body and processed
+                // images keep their generation), on the disk write queue,
+                // handed over before the deliveries. A 304 about another
+                // response (its validator differs) confirms nothing: loaded again.
+                guard let cache = transfer.readDisk ?? transfer.writeDisk,
+                    let refreshedEntry = cache.refresh(
+                        stale.entry, by: response.headers, requestTime: requestTime, responseTime: responseTime,
+                        for: job.diskKey)
+                else {
+                    return self.restart(transfer, stale: nil, dropping: "a 304 for another validator")
                 }
+                var refreshed = stale
+                refreshed.entry = refreshedEntry
+                if let store = transfer.writeDisk {
+                    diskWrites.async { try? store.write(refreshedEntry, for: job.diskKey) }
+                }
+                state.withLock { _ in job.revalidated = true }
                 transferFinished(
-                    job, handle, .success(refreshed.response(for: response.url, status: 304, confirmedBy: response)),
+                    job, handle,
+                    .success(refreshed.response(for: response.url, policy: transfer.policy, confirmedBy: response)),
                     stored: refreshed)
                 return
             }
             // The server could not be reached to revalidate: the stale
-            // response, marked stale (unless the request refuses it).
-            if let stale, transfer.staleOnError, case .failure(let error) = result, error.allowsStaleResponse {
+            // response, marked stale, where the loader's policy and the
+            // response allow it (never past `must-revalidate` or `no-cache`).
+            if let stale, case .failure(let error) = result, error.allowsStaleResponse, transfer.staleOnError,
+                transfer.policy.mayServeStaleOnError(
+                    stale.entry.head, requestHeaders: transfer.request.headers, now: responseTime, callerAllows: true)
+            {
                 let logger = state.withLock { $0.logger }
                 logger.info(
                     "serving a stale image: revalidation failed: \(error)", metadata: ["url": "\(job.url.absoluteString)"])
                 transferFinished(
-                    job, handle, .success(stale.response(for: job.url, status: 200)), stored: stale, stale: .servedOnError)
+                    job, handle, .success(stale.response(for: job.url, policy: transfer.policy)), stored: stale,
+                    stale: .servedOnError)
                 return
             }
             transferFinished(job, handle, result)
@@ -185,7 +207,7 @@ extension AsyncImageLoader {
     /// nobody needs it any more.
     private func restart(_ transfer: TransferContext, stale: StoredResponse?, dropping reason: String) {
         let job = transfer.job
-        if let store = transfer.writeDisk { diskWrites.async { store.removePartial(for: job.diskKey) } }
+        if let store = transfer.writeDisk?.store { diskWrites.async { store.removePartial(for: job.diskKey) } }
         let (logger, next) = state.withLock { state -> (Logger, TransferHandle?) in
             guard case .loading(let current) = job.phase, current === transfer.handle, !job.requests.isEmpty else {
                 return (state.logger, nil)

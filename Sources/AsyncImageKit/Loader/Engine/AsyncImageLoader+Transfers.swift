@@ -49,17 +49,17 @@ extension AsyncImageLoader {
             url: job.url, headers: job.headers, timeout: state.loadingTimeout, policy: state.urlPolicy)
         let modifier = state.requestModifier
         // `file` URLs are already on disk.
-        let disk = job.url.isFileURL ? nil : state.diskCache.map(ImageDiskStore.init)
-        job.diskStore = job.policy.contains(.skipDiskWrites) ? nil : disk
+        let disk = job.url.isFileURL ? nil : state.diskCache.map { HTTPCache(policy: state.httpCache, store: ImageDiskStore(cache: $0)) }
+        job.httpCache = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
-        let writeDisk = job.diskStore
+        let writeDisk = job.httpCache
         // `file` URLs are local: never "not cached".
         let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
         let key = job.diskKey
         let acceptStale = job.policy.contains(.returnStaleWhileRevalidating) && !job.policy.contains(.neverStale)
         let transfer = TransferContext(
-            job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk,
-            staleOnError: !job.policy.contains(.neverStale), previews: previewPlan(job),
+            job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk, readDisk: readDisk,
+            policy: state.httpCache, staleOnError: !job.policy.contains(.neverStale), previews: previewPlan(job),
             watchesDC: state.endsTransfersAtDCScans
                 && job.orderedRequests.allSatisfy { $0.request.options.targetSize != nil })
         let network: @Sendable (_ stale: StoredResponse?, _ partial: StoredPartial?) -> Void = { [weak self] stale, partial in
@@ -89,7 +89,7 @@ extension AsyncImageLoader {
                 switch lookup {
                 case .usable(let stored, let isStale):
                     self.transferFinished(
-                        job, handle, .success(stored.response(for: request.url, status: 200)), stored: stored,
+                        job, handle, .success(stored.response(for: request.url, policy: readDisk.policy)), stored: stored,
                         stale: !isStale ? .fresh : offline ? .servedOffline : .servedWhileRevalidating)
                 case .stale(let stored):
                     network(stored, nil)
@@ -97,7 +97,7 @@ extension AsyncImageLoader {
                     self.transferFinished(job, handle, .failure(.notCached(request.url)))
                 case .miss:
                     // What an earlier transfer received before it was cut off, to resume.
-                    network(nil, readDisk.partial(for: key))
+                    network(nil, readDisk.store.partial(for: key))
                 }
             }
         }
@@ -141,7 +141,7 @@ extension AsyncImageLoader {
                     job.hasBody = stored.body != nil
                     job.storedImages = stored.images
                     job.processingsOnDisk = Set(stored.images.keys)
-                    job.generation = stored.metadata.generation
+                    job.generation = stored.entry.generation
                     job.servedStale = stale != .fresh
                     job.revalidationFollows = stale == .servedWhileRevalidating
                     // Requests for a size with no stored image, when there is no body.

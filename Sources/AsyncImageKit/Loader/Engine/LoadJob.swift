@@ -70,7 +70,13 @@ final class LoadJob: @unchecked Sendable {
     /// Its requests' policy (its transfer part).
     let policy: ImageCachePolicy
     /// Where its response and processed images are stored (nil: nowhere), chosen when it starts.
-    var diskStore: ImageDiskStore?
+    var httpCache: HTTPCache?
+    /// When its transfer was asked for and its answer came (seconds since
+    /// 1970): a stored response's age is counted from these (RFC 9111 §4.2.3).
+    var requestTime: Double = 0
+    /// Its stored response was confirmed by a `304` just now.
+    var revalidated = false
+    var responseTime: Double = 0
     /// Whether it looks for stored processed images (see ``ImageDiskStore``).
     let usesStoredImages: Bool
     /// Whether its body is kept on disk: a request asked for originals, or for full size.

@@ -102,13 +102,19 @@ final class LoadRequest: @unchecked Sendable {
         return identityKey + "\n" + String(policy.rawValue) + LoadRequest.encode(request.headers)
     }
 
-    /// The key of its body in the disk cache: its URL and its headers (a body
-    /// fetched with one `Authorization` is never another's).
+    /// The key of its response in the disk cache (see ``diskKey(for:)``).
     var diskKey: String { Self.diskKey(for: request) }
 
-    /// The disk cache's key for `request`'s body: its URL and its headers.
+    /// The disk cache's key for `request`'s response: its URL (the image's
+    /// identity), and its `Authorization` header if it has one. Other request
+    /// headers matter only through the response's `Vary` (RFC 9111 §4.1);
+    /// `Authorization` stays in the key so that a response fetched with one
+    /// user's credentials is never even looked at for another's (a
+    /// deviation from RFC 9111, which keys on the URL alone, documented in
+    /// <doc:DiskCache>).
     static func diskKey(for request: ImageRequest) -> String {
-        request.cacheKey.url + encode(request.headers)
+        let authorization = request.headers.filter { $0.key.lowercased() == "authorization" }
+        return request.cacheKey.url + encode(authorization)
     }
 
     /// Headers in one unambiguous string: each name and value length-prefixed,

@@ -22,6 +22,8 @@ struct LoaderState {
     var endsTransfersAtDCScans: Bool
     var maxPendingRequests: Int
     var urlPolicy: URLPolicy
+    /// The HTTP caching rules of the disk cache.
+    var httpCache: HTTPCachePolicy
 
     // Requests.
     var nextID: UInt64 = 0
@@ -76,6 +78,7 @@ struct LoaderState {
         endsTransfersAtDCScans = configuration.endsTransfersAtDCScans
         maxPendingRequests = configuration.maxPendingRequests
         urlPolicy = configuration.urlPolicy
+        httpCache = configuration.httpCache
     }
 
     /// The most transfers prefetch requests may hold while visible requests wait.

@@ -1,0 +1,199 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The HTTP field grammars the cache reads (RFC 9110 §5.6, RFC 9111 §5):
+/// `Cache-Control` directives, delta-seconds, `Age`, HTTP-dates, field
+/// lists. Lenient where the browsers are, strict where the RFCs require it.
+enum HTTPFieldParsing {
+    /// `Cache-Control` directives, names lowercased, values unquoted (""
+    /// for none). Commas inside quoted strings do not split; the first
+    /// occurrence of a directive wins (RFC 9111 §4.2.1); a directive with
+    /// whitespace before its `=` is not that directive (`max-age =5`).
+    static func directives(_ value: String?) -> [String: String] {
+        var directives: [String: String] = [:]
+        for member in listMembers(value ?? "") {
+            guard let (name, value) = directive(member), directives[name] == nil else { continue }
+            directives[name] = value
+        }
+        return directives
+    }
+
+    private static func directive(_ member: Substring) -> (String, String)? {
+        guard let equals = member.firstIndex(of: "=") else {
+            let name = member.lowercased()
+            return isToken(name) ? (name, "") : nil
+        }
+        let name = member[..<equals].lowercased()
+        guard isToken(name) else { return nil }
+        var value = member[member.index(after: equals)...]
+        if value.first == "\"" {
+            value = value.dropFirst()
+            var unquoted = ""
+            var escaped = false
+            for character in value {
+                if escaped {
+                    unquoted.append(character)
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    break
+                } else {
+                    unquoted.append(character)
+                }
+            }
+            return (name, unquoted)
+        }
+        return (name, String(value))
+    }
+
+    /// The members of a comma-separated field value, trimmed, empty ones
+    /// dropped; commas inside quoted strings do not split.
+    static func listMembers(_ value: String) -> [Substring] {
+        var members: [Substring] = []
+        var start = value.startIndex
+        var quoted = false
+        var escaped = false
+        var index = value.startIndex
+        while index < value.endIndex {
+            let character = value[index]
+            if escaped {
+                escaped = false
+            } else if quoted, character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+            } else if character == ",", !quoted {
+                members.append(value[start..<index])
+                start = value.index(after: index)
+            }
+            index = value.index(after: index)
+        }
+        members.append(value[start...])
+        return members.map(trimmed).filter { !$0.isEmpty }
+    }
+
+    /// A token (RFC 9110 §5.6.2): no spaces, separators or controls.
+    private static func isToken(_ text: String) -> Bool {
+        !text.isEmpty
+            && text.utf8.allSatisfy { byte in
+                byte > 0x20 && byte < 0x7F && !"\"(),/:;<=>?@[\\]{}".utf8.contains(byte)
+            }
+    }
+
+    static func trimmed(_ text: Substring) -> Substring {
+        var text = text
+        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return text
+    }
+
+    /// Delta-seconds (RFC 9111 §1.2.2): its leading digits, saturating at
+    /// 2^31 ("as large as possible"); nil without a leading digit (so a
+    /// negative, alphabetic or single-quoted value is invalid). Trailing
+    /// characters after the digits (`3600.5`, `3600a`) are ignored, as
+    /// Firefox and Safari do.
+    static func deltaSeconds(_ text: String?) -> Double? {
+        guard let text else { return nil }
+        var value: Double = 0
+        var digits = 0
+        for byte in text.utf8 {
+            guard byte >= 0x30, byte <= 0x39 else { break }
+            value = min(value * 10 + Double(byte - 0x30), 2_147_483_648)
+            digits += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
+    /// The `Age` header (RFC 9111 §5.1): the first member's digits, nil when
+    /// it is not a non-negative integer (`7200.0`, `-1`, `abc` are ignored;
+    /// a parameter after `;` is allowed).
+    static func age(_ text: String?) -> Double? {
+        guard let first = listMembers(text ?? "").first else { return nil }
+        let digits = first.prefix { $0.isASCII && $0.isNumber }
+        let rest = first.dropFirst(digits.count)
+        guard !digits.isEmpty, rest.isEmpty || rest.first == ";" else { return nil }
+        return deltaSeconds(String(digits))
+    }
+
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+    /// An HTTP-date (RFC 9110 §5.6.7) in any of its three forms, seconds
+    /// since 1970, or nil:
+    /// - IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
+    /// - RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT` (a two-digit year more
+    ///   than 50 years ahead is taken in the past century)
+    /// - asctime: `Sun Nov  6 08:49:37 1994`
+    ///
+    /// Names are matched without regard to case, as the browsers do.
+    static func date(_ text: String?, now: Double = Date().timeIntervalSince1970) -> Double? {
+        guard let text else { return nil }
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
+        var day = 0
+        var month = -1
+        var year = 0
+        var clock: [Int] = []
+        switch parts.count {
+        case 6:  // IMF-fixdate
+            guard parts[0].hasSuffix(","), days.contains(String(parts[0].dropLast())), parts[5] == "gmt",
+                parts[1].count == 2, parts[3].count == 4, let d = Int(parts[1]), let y = Int(parts[3]),
+                let m = months.firstIndex(of: parts[2])
+            else { return nil }
+            (day, month, year, clock) = (d, m, y, time(parts[4]))
+        case 4 where parts[0].hasSuffix(","):  // RFC 850
+            guard longDays.contains(String(parts[0].dropLast())), parts[3] == "gmt" else { return nil }
+            let pieces = parts[1].split(separator: "-")
+            guard pieces.count == 3, pieces[0].count == 2, pieces[2].count == 2, let d = Int(pieces[0]),
+                let y = Int(pieces[2]), let m = months.firstIndex(of: String(pieces[1]))
+            else { return nil }
+            (day, month, clock) = (d, m, time(parts[2]))
+            var fields = tm()
+            var seconds = time_t(now)
+            gmtime_r(&seconds, &fields)
+            let thisYear = Int(fields.tm_year) + 1900
+            year = (thisYear / 100) * 100 + y
+            if year > thisYear + 50 { year -= 100 }
+        case 5:  // asctime
+            guard days.contains(parts[0]), let m = months.firstIndex(of: parts[1]), parts[2].count <= 2,
+                let d = Int(parts[2]), parts[4].count == 4, let y = Int(parts[4])
+            else { return nil }
+            (day, month, year, clock) = (d, m, y, time(parts[3]))
+        default:
+            return nil
+        }
+        guard clock.count == 3, (1...31).contains(day), (0..<24).contains(clock[0]), (0..<60).contains(clock[1]),
+            (0...60).contains(clock[2]), year >= 1900
+        else { return nil }
+        var fields = tm()
+        fields.tm_year = Int32(year - 1900)
+        fields.tm_mon = Int32(month)
+        fields.tm_mday = Int32(day)
+        fields.tm_hour = Int32(clock[0])
+        fields.tm_min = Int32(clock[1])
+        fields.tm_sec = Int32(clock[2])
+        return Double(timegm(&fields))
+    }
+
+    private static func time(_ text: String) -> [Int] {
+        let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard pieces.count == 3, pieces.allSatisfy({ $0.count == 2 }) else { return [] }
+        return pieces.compactMap { Int($0) }
+    }
+
+    /// An IMF-fixdate for `seconds` since 1970.
+    static func imfFixdate(_ seconds: Double) -> String {
+        var fields = tm()
+        var time = time_t(seconds)
+        gmtime_r(&time, &fields)
+        let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return
+            "\(dayNames[Int(fields.tm_wday)]), \(two(fields.tm_mday)) \(monthNames[Int(fields.tm_mon)]) \(fields.tm_year + 1900) \(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec)) GMT"
+    }
+}
