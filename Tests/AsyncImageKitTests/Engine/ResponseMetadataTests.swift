@@ -96,7 +96,12 @@ final class ResponseMetadataTests: XCTestCase {
         let second = AsyncImageLoader(configuration: .init(cache: nil, deliveryQueue: h.queue, diskCache: disk))
         let restored = try await second.response(for: request)
         XCTAssertEqual(restored.source, .diskCache)
-        XCTAssertNil(restored.http, "a fresh disk hit: no HTTP response")
+        // A disk hit carries the stored response as a cache returns it (RFC 9111).
+        let stored = try XCTUnwrap(restored.http, "a fresh disk hit: the stored response")
+        XCTAssertEqual(stored.statusCode, 200)
+        XCTAssertEqual(stored.headers["cache-control"], "max-age=60")
+        XCTAssertNotNil(stored.headers["age"].flatMap { Int($0) }, "with an Age")
+        XCTAssertFalse(stored.isRevalidated)
         XCTAssertEqual(restored.fileProperties?.exif?.model, "Snap 3")
         XCTAssertEqual(restored.fileProperties?.pixelSize, PixelSize(width: 200, height: 100))
         XCTAssertEqual(h.server.requestCount(url), 1)

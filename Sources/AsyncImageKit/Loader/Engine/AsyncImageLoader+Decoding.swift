@@ -92,13 +92,18 @@ extension AsyncImageLoader {
             }
             // Stored before the deliveries are scheduled, and outside the
             // loader's lock (an eviction may release a large image).
+            // A `no-store` response is kept in no cache, the memory cache
+            // included (RFC 9111 §5.2.2.5).
             var (stored, cacheClass) = state.withLock { _ in
-                (job.caches[key] ?? [], job.requests(for: key).map(\.request.cacheClass).max() ?? .normal)
+                (
+                    job.forbidsStorage ? [] : job.caches[key] ?? [],
+                    job.requests(for: key).map(\.request.cacheClass).max() ?? .normal
+                )
             }
             if case .success(let image) = outcome { stored.forEach { $0.setImage(image, for: key, cacheClass: cacheClass) } }
             let next = mutate { state, effects -> (key: ImageCacheKey, options: DecodingOptions)? in
                 var late: [any ImageCaching] = []
-                if case .success = outcome {
+                if case .success = outcome, !job.forbidsStorage {
                     // A request that joined during the store brought another cache.
                     for cache in job.caches[key] ?? [] where !stored.contains(where: { $0 === cache }) {
                         stored.append(cache)
