@@ -8,8 +8,12 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidURL(String)
     /// The URL's scheme is not `http`, `https` or `file`; nothing was sent.
     case unsupportedScheme(URL)
-    /// The server answered with an HTTP status of 400 or above.
-    case httpStatus(URL, code: Int)
+    /// The server answered with an HTTP status of 400 or above; `headers`
+    /// are the response's (names lowercased), for a caller that needs them
+    /// (`Retry-After`, `WWW-Authenticate`, a request id). The data-level
+    /// API (``AsyncImageLoader/data(for:)-(ImageRequest)``) returns such a
+    /// response instead of throwing.
+    case httpStatus(URL, code: Int, headers: [String: String] = [:])
     /// The transfer did not finish within `seconds` of starting.
     case timedOut(URL, seconds: Double)
     /// The body grew past the size limit, in bytes (checked while streaming).
@@ -64,7 +68,7 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     public var url: URL? {
         switch self {
         case .invalidURL, .encoding, .diskCache, .processing: return nil
-        case .unsupportedScheme(let url), .httpStatus(let url, _), .timedOut(let url, _),
+        case .unsupportedScheme(let url), .httpStatus(let url, _, _), .timedOut(let url, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
             .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url),
             .refused(let url, _), .queueFull(let url, _), .headersTooLarge(let url, _):
@@ -86,7 +90,7 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "invalid URL '\(string)'"
         case .unsupportedScheme(let url):
             return "unsupported URL scheme '\(url.scheme ?? "")' in \(url.absoluteString) (only http, https and file are loaded)"
-        case .httpStatus(let url, let code):
+        case .httpStatus(let url, let code, _):
             return "HTTP status \(code) for \(url.absoluteString)"
         case .timedOut(let url, let seconds):
             return "timed out after \(seconds) s loading \(url.absoluteString)"

@@ -441,7 +441,7 @@ final class CurlTransfer: @unchecked Sendable {
                     url: url, finalURL: finalURL, statusCode: status, contentType: contentType, data: body,
                     headers: responseHeaders, httpVersion: httpVersion, connection: connection))
         case CURLE_HTTP_RETURNED_ERROR:
-            return .failure(.httpStatus(finalURL, code: status))
+            return .failure(.httpStatus(finalURL, code: status, headers: responseHeaders))
         case CURLE_OPERATION_TIMEDOUT:
             return .failure(.timedOut(url, seconds: configuration.timeout))
         case CURLE_FILESIZE_EXCEEDED:

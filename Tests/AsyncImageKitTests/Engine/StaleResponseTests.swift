@@ -160,14 +160,14 @@ final class StaleResponseTests: XCTestCase {
             _ = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url, cachePolicy: .neverStale))
             XCTFail("neverStale: the failure")
         } catch let error as AsyncImageError {
-            XCTAssertEqual(error, .httpStatus(image.url, code: 503))
+            XCTAssertEqual(withoutHeaders(error), .httpStatus(image.url, code: 503))
         }
         image.failure.value = 404
         do {
             _ = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
             XCTFail("a 404 is an answer, not an unreachable server")
         } catch let error as AsyncImageError {
-            XCTAssertEqual(error, .httpStatus(image.url, code: 404))
+            XCTAssertEqual(withoutHeaders(error), .httpStatus(image.url, code: 404))
         }
         // A server that is gone altogether: a transport error, so the stale image.
         image.failure.value = 0
@@ -196,7 +196,7 @@ final class StaleResponseTests: XCTestCase {
                 let response = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
                 XCTFail("\(directive): served \(response.isStale ? "stale" : "fresh") instead of the failure")
             } catch let error as AsyncImageError {
-                XCTAssertEqual(error, .httpStatus(image.url, code: 503), directive)
+                XCTAssertEqual(withoutHeaders(error), .httpStatus(image.url, code: 503), directive)
             }
             var whileRevalidating = ImageRequest(url: image.url)
             whileRevalidating.cachePolicy = .returnStaleWhileRevalidating
@@ -204,7 +204,7 @@ final class StaleResponseTests: XCTestCase {
                 let response = try await makeLoader(h, disk).response(for: whileRevalidating)
                 XCTFail("\(directive): shown stale while revalidating (\(response.source))")
             } catch let error as AsyncImageError {
-                XCTAssertEqual(error, .httpStatus(image.url, code: 503), directive)
+                XCTAssertEqual(withoutHeaders(error), .httpStatus(image.url, code: 503), directive)
             }
             do {
                 _ = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url, cachePolicy: .cachedOnly))

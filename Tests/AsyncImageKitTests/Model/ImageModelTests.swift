@@ -58,7 +58,7 @@ final class ImageModelTests: XCTestCase {
         }
         wait(for: [failed], timeout: 15)
         XCTAssertEqual(seen.value?.first, .loading)
-        XCTAssertEqual(model.error, .httpStatus(url, code: 404))
+        XCTAssertEqual(withoutHeaders(model.error), .httpStatus(url, code: 404))
         h.server.serve("/missing.png", try PNGEncoder().encode(SyntheticImage.solid(width: 2, height: 2, color: RGBA(r: 1, g: 2, b: 3))))
         let loaded = expectation(description: "loaded after reload")
         let second = model.observe { snapshot in if snapshot.phase == .loaded { loaded.fulfill() } }

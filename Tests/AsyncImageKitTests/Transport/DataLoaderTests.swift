@@ -20,7 +20,7 @@ final class DataLoaderTests: XCTestCase {
         let heldArrived = self.heldArrived
         server = try LoopbackServer(routes: [
             "/ok": { _, c in c.respond(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body) },
-            "/missing": { _, c in c.respond(status: 404, body: Data("no such image".utf8)) },
+            "/missing": { _, c in c.respond(status: 404, headers: [("X-Request-Id", "r-7")], body: Data("no such image".utf8)) },
             "/broken": { _, c in c.respond(status: 500, body: Data("server error".utf8)) },
             "/r3": { _, c in c.respond(status: 302, headers: [("Location", "/r2")], body: Data()) },
             "/r2": { _, c in c.respond(status: 301, headers: [("Location", "/r1")], body: Data()) },
@@ -111,9 +111,12 @@ final class DataLoaderTests: XCTestCase {
     }
 
     func testHTTPErrorsCarryTheStatus() {
-        XCTAssertEqual(loadError(server.url("/missing")), .httpStatus(server.url("/missing"), code: 404))
-        XCTAssertEqual(loadError(server.url("/broken")), .httpStatus(server.url("/broken"), code: 500))
+        XCTAssertEqual(withoutHeaders(loadError(server.url("/missing"))), .httpStatus(server.url("/missing"), code: 404))
+        XCTAssertEqual(withoutHeaders(loadError(server.url("/broken"))), .httpStatus(server.url("/broken"), code: 500))
         XCTAssertTrue(loadError(server.url("/missing"))?.description.contains("404") ?? false)
+        guard case .httpStatus(_, _, let headers) = loadError(server.url("/missing")) else { return XCTFail() }
+        XCTAssertEqual(headers["x-request-id"], "r-7", "an HTTP error carries its response's headers")
+        XCTAssertEqual(headers["content-length"], "13")
     }
 
     func testRedirectChainIsFollowed() throws {
@@ -312,7 +315,7 @@ final class DataLoaderTests: XCTestCase {
             _ = try await DataLoader().data(from: server.url("/missing"))
             XCTFail("expected an error")
         } catch let error as AsyncImageError {
-            XCTAssertEqual(error, .httpStatus(server.url("/missing"), code: 404))
+            XCTAssertEqual(withoutHeaders(error), .httpStatus(server.url("/missing"), code: 404))
         }
     }
 

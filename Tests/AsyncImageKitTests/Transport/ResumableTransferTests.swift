@@ -169,7 +169,7 @@ final class ResumableTransferTests: XCTestCase {
         let recorder = TransferRecorder(self)
         let result = recorder.load(url, headers: ["Range": "bytes=20000-", "If-Range": resource.etag ?? ""])
         guard case .failure(let error) = result else { return XCTFail("expected a failure, got \(result)") }
-        XCTAssertEqual(error, .httpStatus(url, code: 416))
+        XCTAssertEqual(withoutHeaders(error), .httpStatus(url, code: 416))
         XCTAssertTrue(recorder.partials.isEmpty)
         XCTAssertEqual(resource.answers.map(\.status), [416])
     }
@@ -316,7 +316,7 @@ final class ResumableTransferTests: XCTestCase {
             c.close()
         }
         let recorder = TransferRecorder(self)
-        XCTAssertEqual(recorder.load(server.url(path: "/missing")).failure, .httpStatus(server.url(path: "/missing"), code: 404))
+        XCTAssertEqual(withoutHeaders(recorder.load(server.url(path: "/missing")).failure), .httpStatus(server.url(path: "/missing"), code: 404))
         XCTAssertTrue(recorder.partials.isEmpty)
         XCTAssertEqual(recorder.progressCount, 0)
     }

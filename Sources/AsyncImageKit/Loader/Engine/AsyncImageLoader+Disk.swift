@@ -137,7 +137,7 @@ extension AsyncImageError {
     var allowsStaleResponse: Bool {
         switch self {
         case .transport, .timedOut, .headersTooLarge: return true
-        case .httpStatus(_, let code): return code >= 500
+        case .httpStatus(_, let code, _): return code >= 500
         default: return false
         }
     }

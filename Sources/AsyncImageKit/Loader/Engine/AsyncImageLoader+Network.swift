@@ -122,7 +122,7 @@ extension AsyncImageLoader {
                         return self.restart(transfer, stale: stale, dropping: "a 206 that does not continue the stored part")
                     }
                     result = .success(whole)
-                case .failure(.httpStatus(_, code: 416)):
+                case .failure(.httpStatus(_, code: 416, _)):
                     return self.restart(transfer, stale: stale, dropping: "416: the stored part no longer fits")
                 default:
                     break
