@@ -58,7 +58,7 @@ public struct DataRequest: Sendable, Hashable {
     /// it together with its own ``TransportConfiguration/urlPolicy``.
     public var policy: URLPolicy
     /// Whether any HTTP status is a response (with its headers and body)
-    /// rather than ``AsyncImageError/httpStatus(_:code:)``: what the HTTP
+    /// rather than ``AsyncImageError/httpStatus(_:code:headers:)``: what the HTTP
     /// cache and ``AsyncImageLoader/data(for:)-(ImageRequest)`` ask for.
     /// Default false: a status of 400 or more fails the transfer.
     public var acceptsAnyStatus = false
@@ -103,6 +103,8 @@ extension DataLoader: DataLoading {
         var configuration = self.configuration
         configuration.timeout = request.timeout
         configuration.urlPolicy = configuration.urlPolicy.restricted(by: request.policy)
+        configuration.returnsAnyStatus = request.acceptsAnyStatus
+        if let encoded = request.acceptsEncodedBodies { configuration.acceptsEncodedBodies = encoded }
         return DataLoader(configuration: configuration, completionQueue: completionQueue)
             .loadData(from: request.url, headers: request.headers, observer: observer, completion: completion)
     }
