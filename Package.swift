@@ -84,6 +84,16 @@ let package = Package(
             exclude: ["reference"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
+        // The HTTP cache held to the public HTTP cache test suite (see
+        // Conformance/README.md): its node scripts are a resource, the suite is not.
+        .executableTarget(
+            name: "asyncimage-conformance",
+            dependencies: ["AsyncImageKit", "LoopbackHTTP"],
+            path: "Conformance",
+            exclude: ["README.md", "minimum"],
+            resources: [.copy("Scripts")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
         // The libFuzzer targets (see Fuzz/run): the targets themselves, also
         // replayed by the tests, and the libFuzzer entry point.
         .target(
