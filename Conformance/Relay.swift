@@ -63,8 +63,8 @@ final class Relay: Sendable {
         server.stop()
     }
 
-    /// Whether the loader has the shared-cache switch yet (see ``makeLoader(mode:cacheDirectory:)``).
-    static let hasSharedSwitch = false
+    /// Whether the loader has the shared-cache switch (``AsyncImageLoader/Configuration/httpCache``).
+    static let hasSharedSwitch = true
 
     /// The loader under test: its disk cache only (no memory cache, which
     /// holds decoded images, not HTTP responses), in a folder of its own.
@@ -83,15 +83,9 @@ final class Relay: Sendable {
     }
 
     /// Makes the loader's HTTP cache private or shared.
-    ///
-    /// TODO(httpCache): the loader's shared-cache switch is being added to
-    /// `AsyncImageLoader.Configuration`; once it is in, this is the one line
-    /// (and set ``hasSharedSwitch`` to true):
-    ///
-    ///     configuration.httpCache = mode == .shared ? .shared : .private
-    ///
-    /// Until then both modes run the loader's one (private) behaviour.
-    static func apply(_ mode: CacheMode, to configuration: inout AsyncImageLoader.Configuration) {}
+    static func apply(_ mode: CacheMode, to configuration: inout AsyncImageLoader.Configuration) {
+        configuration.httpCache = mode == .shared ? .shared : .private
+    }
 
     // MARK: - Forwarding
 

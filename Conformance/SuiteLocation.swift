@@ -8,8 +8,9 @@ struct SuiteLocation {
     /// The suite's commit the figures in Conformance/README.md and
     /// Conformance/minimum were measured at.
     static let pinnedCommit = "b55b8bda3dbb8c927c04e85bd8d496a8caa3e4ba"
-    /// A read-only snapshot of the suite at ``pinnedCommit`` on the machine this was written on.
-    static let machineSnapshot = "/work/shared/cache-tests"
+    /// The team's read-only snapshot of the suite at ``pinnedCommit``, beside
+    /// the checkout (`../shared/cache-tests`, as CI lays it out).
+    static let machineSnapshot = "../shared/cache-tests"
 
     /// The suite's folder.
     let directory: URL

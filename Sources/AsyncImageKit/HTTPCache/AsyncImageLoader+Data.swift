@@ -91,6 +91,12 @@ struct DataExchange: Sendable {
         if let stored {
             switch reuse {
             case .fresh, .staleAllowed:
+                // The request's own conditions, answered from the cache (§4.3.2).
+                if stored.entry.head.status == 200,
+                    policy.requestIsNotModified(stored.entry.head, requestHeaders: headers)
+                {
+                    return notModified(stored.entry, isStale: reuse == .staleAllowed)
+                }
                 return served(stored.entry, stored.body, source: .cache, isStale: reuse == .staleAllowed)
             case .staleWhileRevalidate:
                 // Served now; the conditional request runs in the background.
@@ -144,10 +150,16 @@ struct DataExchange: Sendable {
             }
             throw error
         case .success(let response):
-            if let stored, response.statusCode == 304, !ownConditions, let cache,
-                let refreshed = cache.refresh(
-                    stored.entry, by: response.headers, requestTime: requestTime, responseTime: responseTime, for: key)
-            {
+            if let stored, response.statusCode == 304, !ownConditions, let cache {
+                guard
+                    let refreshed = cache.refresh(
+                        stored.entry, by: response.headers, requestTime: requestTime, responseTime: responseTime,
+                        for: key)
+                else {
+                    // About another representation: nothing stored matches,
+                    // so the request goes again without conditions (§4.3.4).
+                    return try await fetch(conditional: [:], stored: nil)
+                }
                 if writesCache { await onDisk(writing: true) { try? cache.write(refreshed, for: key) } }
                 return served(refreshed, stored.body, source: .revalidated, isStale: false)
             }
@@ -173,6 +185,15 @@ struct DataExchange: Sendable {
     private func staleOnErrorAllowed(_ entry: HTTPCache.Entry, now: Double) -> Bool {
         !request.cachePolicy.contains(.neverStale)
             && policy.mayServeStaleOnError(entry.head, requestHeaders: headers, now: now, callerAllows: false)
+    }
+
+    /// A `304` for a request whose own conditions the stored response meets:
+    /// the stored headers (but the body's length), no body.
+    private func notModified(_ entry: HTTPCache.Entry, isStale: Bool) -> HTTPResponse {
+        var headers = policy.servedHeaders(entry.head, now: Date().timeIntervalSince1970)
+        headers["content-length"] = nil
+        return HTTPResponse(
+            url: request.url, statusCode: 304, headers: headers, body: Data(), source: .cache, isStale: isStale)
     }
 
     private func served(_ entry: HTTPCache.Entry, _ body: Data, source: HTTPResponse.Source, isStale: Bool)

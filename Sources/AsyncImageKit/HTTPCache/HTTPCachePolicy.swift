@@ -272,6 +272,28 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         return head
     }
 
+    /// Whether a request's own conditions (`If-None-Match`, else
+    /// `If-Modified-Since`) are met by the stored response `head` it would
+    /// be served, so that a cache answers `304` (RFC 9111 §4.3.2, RFC 9110
+    /// §13.1): an entity tag that matches weakly (or `*`), or a stored
+    /// `Last-Modified` (else `Date`, else the time it was received) no later
+    /// than the date asked about.
+    func requestIsNotModified(_ head: StoredHTTPHead, requestHeaders: [String: String]) -> Bool {
+        if let tags = Self.value("if-none-match", in: requestHeaders) {
+            guard let stored = head.headers["etag"] else { return false }
+            func opaque(_ tag: Substring) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
+            let storedTag = opaque(Substring(stored))
+            return HTTPFieldParsing.listMembers(tags).contains { $0 == "*" || opaque($0) == storedTag }
+        }
+        if let since = Self.value("if-modified-since", in: requestHeaders).flatMap({ HTTPFieldParsing.date($0) }) {
+            let modified =
+                HTTPFieldParsing.date(head.headers["last-modified"]) ?? HTTPFieldParsing.date(head.headers["date"])
+                ?? head.responseTime
+            return modified <= since
+        }
+        return false
+    }
+
     // MARK: Serving
 
     /// The headers a stored response is served with: those stored, with

@@ -133,7 +133,11 @@ enum HTTPFieldParsing {
     /// Names are matched without regard to case, as the browsers do.
     static func date(_ text: String?, now: Double = Date().timeIntervalSince1970) -> Double? {
         guard let text else { return nil }
-        let parts = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
+        // Single spaces, as the grammar has them (`Thu, 18  Aug` is no
+        // date); asctime pads a one-digit day with a second space.
+        var parts = text.split(separator: " ", omittingEmptySubsequences: false).map { $0.lowercased() }
+        if parts.count == 6, parts[2].isEmpty, parts[3].count == 1 { parts.remove(at: 2) }
+        guard !parts.contains(where: \.isEmpty) else { return nil }
         var day = 0
         var month = -1
         var year = 0
@@ -159,7 +163,7 @@ enum HTTPFieldParsing {
             year = (thisYear / 100) * 100 + y
             if year > thisYear + 50 { year -= 100 }
         case 5:  // asctime
-            guard days.contains(parts[0]), let m = months.firstIndex(of: parts[1]), parts[2].count <= 2,
+            guard days.contains(parts[0]), let m = months.firstIndex(of: parts[1]), (1...2).contains(parts[2].count),
                 let d = Int(parts[2]), parts[4].count == 4, let y = Int(parts[4])
             else { return nil }
             (day, month, year, clock) = (d, m, y, time(parts[3]))

@@ -43,6 +43,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var wantsBodyStart = true
     /// The body's expected length for progress, read at its first bytes.
     private var expectedLength: Int?
+    /// Strips `chunked` framing when libcurl's transfer decoding is off
+    /// (``TransportConfiguration/decodesTransferCodings``), from the body's first bytes.
+    private var chunked: ChunkedDecoder?
     /// The headers of the response being read (each new status line, as
     /// after a redirect, starts them again).
     private var responseHeaders: [String: String] = [:]
@@ -152,6 +155,12 @@ final class CurlTransfer: @unchecked Sendable {
         }
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
         set(aiv_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxBodySize)))
+        if !configuration.decodesTransferCodings {
+            // Both off, or libcurl still builds its decoding stack for the
+            // transfer coding (and fails on one it does not know).
+            set(aiv_curl_easy_setopt_long(easy, CURLOPT_HTTP_TRANSFER_DECODING, 0))
+            set(aiv_curl_easy_setopt_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0))
+        }
         if configuration.acceptsEncodedBodies {
             // A range counts bytes of the encoded form: ask for the body as
             // it is stored (identity), so offsets mean the bytes kept. A
@@ -228,6 +237,26 @@ final class CurlTransfer: @unchecked Sendable {
     /// Appends body bytes; returns fewer than `count` (aborting the transfer) past the size limit.
     func receive(_ bytes: UnsafeRawPointer, count: Int) -> Int {
         progressCount &+= 1
+        if !configuration.decodesTransferCodings {
+            if body.isEmpty, chunked == nil,
+                HTTPFieldParsing.listMembers(responseHeaders["transfer-encoding"] ?? "").last?.lowercased() == "chunked"
+            {
+                chunked = ChunkedDecoder()
+            }
+            if var decoder = chunked {
+                var data = Data()
+                decoder.decode(UnsafeRawBufferPointer(start: bytes, count: count), into: &data)
+                chunked = decoder
+                guard !data.isEmpty else { return count }
+                let accepted = data.withUnsafeBytes { appendBody($0.baseAddress!, count: $0.count) }
+                return accepted == data.count ? count : 0
+            }
+        }
+        return appendBody(bytes, count: count)
+    }
+
+    /// Appends body bytes (decoded); returns fewer than `count` past the size limit.
+    private func appendBody(_ bytes: UnsafeRawPointer, count: Int) -> Int {
         if body.count + count > configuration.maxBodySize {
             bodyTooLarge = true
             return 0

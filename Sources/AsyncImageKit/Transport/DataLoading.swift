@@ -64,7 +64,10 @@ public struct DataRequest: Sendable, Hashable {
     public var acceptsAnyStatus = false
     /// Whether to ask for and decode compressed bodies (`Accept-Encoding`);
     /// nil: the transport's own setting
-    /// (``TransportConfiguration/acceptsEncodedBodies``).
+    /// (``TransportConfiguration/acceptsEncodedBodies``). False also passes
+    /// on a body whose `Transfer-Encoding` names a coding libcurl does not
+    /// know, as sent, read until the connection closes (RFC 9112 §6.3),
+    /// where libcurl would fail the transfer; `chunked` is still undone.
     public var acceptsEncodedBodies: Bool?
 
     /// A request.
@@ -104,7 +107,10 @@ extension DataLoader: DataLoading {
         configuration.timeout = request.timeout
         configuration.urlPolicy = configuration.urlPolicy.restricted(by: request.policy)
         configuration.returnsAnyStatus = request.acceptsAnyStatus
-        if let encoded = request.acceptsEncodedBodies { configuration.acceptsEncodedBodies = encoded }
+        if let encoded = request.acceptsEncodedBodies {
+            configuration.acceptsEncodedBodies = encoded
+            configuration.decodesTransferCodings = encoded
+        }
         return DataLoader(configuration: configuration, completionQueue: completionQueue)
             .loadData(from: request.url, headers: request.headers, observer: observer, completion: completion)
     }

@@ -37,6 +37,11 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// Whether a status of 400 or more is a response rather than a failure
     /// (set per request: ``DataRequest/acceptsAnyStatus``).
     var returnsAnyStatus = false
+    /// Whether libcurl undoes transfer codings (it then fails a response
+    /// with one it does not know); false: bodies are passed on as sent, but
+    /// for `chunked`, which ``ChunkedDecoder`` removes. Set per request:
+    /// false when ``DataRequest/acceptsEncodedBodies`` is false.
+    var decodesTransferCodings = true
     /// The `User-Agent` header.
     public var userAgent: String
     /// Headers sent with every transfer (default: an `Accept` naming the

@@ -206,3 +206,53 @@ final class DataAPITests: XCTestCase {
         XCTAssertEqual(privateMiss.source, .network, "max-age=0, private")
     }
 }
+
+/// The transport's own `chunked` decoding, for transfers that take bodies as
+/// sent (libcurl's transfer decoding off).
+final class ChunkedDecoderTests: XCTestCase {
+    private func decode(_ pieces: [String]) -> (Data, Bool) {
+        var decoder = ChunkedDecoder()
+        var output = Data()
+        for piece in pieces {
+            let bytes = Array(piece.utf8)
+            bytes.withUnsafeBytes { decoder.decode($0, into: &output) }
+        }
+        return (output, decoder.isMalformed)
+    }
+
+    func testRFC9112_7_1_ChunkedFramingIsRemoved() {
+        let whole = "3\r\nhel\r\n2;name=value\r\nlo\r\nA\r\n, chunked!\r\n0\r\nTrailer: x\r\n\r\n"
+        XCTAssertEqual(decode([whole]).0, Data("hello, chunked!".utf8))
+        XCTAssertFalse(decode([whole]).1)
+        // Split at every byte: the same.
+        XCTAssertEqual(decode(whole.map { String($0) }).0, Data("hello, chunked!".utf8))
+        XCTAssertEqual(decode(["0\r\n\r\n"]).0, Data())
+        XCTAssertTrue(decode(["zz\r\nhello"]).1, "a size that is no hex number")
+        XCTAssertTrue(decode(["3\r\nhelXX"]).1, "data not followed by CRLF")
+    }
+
+    func testBodiesAsSentThroughTheDataAPI() async throws {
+        let server = try LoopbackServer { request, connection in
+            switch request.path {
+            case "/chunked":
+                connection.startChunked(headers: [("Cache-Control", "max-age=60")])
+                _ = connection.writeChunk(Data("hel".utf8))
+                _ = connection.writeChunk(Data("lo".utf8))
+                connection.endChunks()
+            default:
+                // A transfer coding libcurl does not know: the body runs to
+                // the connection's close (RFC 9112 §6.3).
+                _ = connection.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: zzz\r\nConnection: close\r\n\r\nraw body")
+                connection.close()
+            }
+        }
+        defer { server.stop() }
+        let loader = AsyncImageLoader(
+            configuration: .init(cache: nil, deliveryQueue: DispatchQueue(label: "chunked"), notificationCenter: NotificationCenter()))
+        let chunked = try await loader.data(for: server.url("/chunked"))
+        XCTAssertEqual(String(decoding: chunked.body, as: UTF8.self), "hello")
+        let unknown = try await loader.data(for: server.url("/unknown"))
+        XCTAssertEqual(String(decoding: unknown.body, as: UTF8.self), "raw body")
+        XCTAssertEqual(unknown.statusCode, 200)
+    }
+}

@@ -28,6 +28,8 @@ final class HTTPCachePolicyTests: XCTestCase {
             ("Sun, 06 Nov 1994 25:49:37 GMT", nil),
             ("Sun, 6 Nov 1994 08:49:37 GMT", nil),  // IMF-fixdate has two-digit days
             ("Sun, 06 Nov 1994 08:49:37 UTC", nil),
+            ("Sun, 06  Nov  1994 08:49:37 GMT", nil),  // one space between fields, no more
+            ("Sun Nov 6 08:49:37 1994", t0),
             ("0", nil), ("", nil), ("yesterday", nil),
         ]
         for (text, expected) in cases {
