@@ -5,8 +5,8 @@ import Foundation
 enum DiskCacheTargets {
     /// `DataCacheEntry.decode` on the input as a file, then on the input
     /// made into a well-formed entry (its first two bytes give the metadata
-    /// length; lengths and checksum made right) so that the metadata's JSON
-    /// is reached. An entry that reads must read the same once written again.
+    /// length; lengths and checksum made right) so that the metadata's
+    /// decoder is reached. An entry that reads must read the same once written again.
     static func entry(_ data: Data) -> String? {
         var files = [data]
         if data.count >= 2 {
@@ -47,11 +47,11 @@ enum DiskCacheTargets {
     }
 
     /// An entry file around `metadata` and `body` as `DataCacheEntry.encode`
-    /// writes it (magic `AIKD`, version 1, lengths, CRC-32 of both).
+    /// writes it (magic `AIKD`, the current version, lengths, CRC-32 of both).
     static func wellFormedEntry(metadata: Data, body: Data) -> Data {
         var out = Data("AIKD".utf8)
         func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) } }
-        append(UInt16(1))
+        append(DataCacheEntry.version)
         append(UInt16(0))
         append(UInt32(metadata.count))
         append(UInt64(body.count))
