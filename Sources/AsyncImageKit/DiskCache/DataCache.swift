@@ -21,12 +21,15 @@ import Foundation
 ///   any string, and no path is ever built from a URL.
 /// - **Crash-safe writes**: an entry is written to a temporary file in its
 ///   own folder, then renamed over its name, so a reader sees the old entry
-///   or the new one, never half of one. Each file carries a header (format
+///   or the new one, never half of one; a temporary file that a killed
+///   writer left is removed at the next start. Each file carries a header (format
 ///   version, lengths, CRC-32) and its metadata: a short, corrupt or unknown
 ///   file reads as a miss and is removed.
-/// - **Limits enforced as entries are written**: when a write takes the
-///   total size or count past a limit, the least recently used entries are
-///   removed down to 85% of it (entries past the age limit first). Reads
+/// - **Limits held while writing**: before a write would take the total
+///   size or count past a limit, the least recently used entries are
+///   removed (under the folder's lock, before the new entry goes in) down
+///   to 85% of it, entries past the age limit first; so the folder passes
+///   its size limit by at most the entries being written at that moment. Reads
 ///   mark an entry used by setting its file's modification time, so the
 ///   order survives restarts and `noatime` mounts, and is shared between processes.
 /// - **Several processes, one folder**: writers, removals and trims take an
@@ -164,20 +167,40 @@ public final class DataCache: @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Stores `data` for `key`, replacing what was there, then trims if a
-    /// limit is passed.
+    /// Stores `data` for `key`, replacing what was there, within the limits.
     ///
     /// - Throws: ``AsyncImageError/diskCache(path:message:)`` when the entry
     ///   cannot be written (the cache is unchanged).
     public func store(_ data: Data, for key: String, metadata: DataCacheMetadata = DataCacheMetadata()) throws(AsyncImageError) {
+        _ = try store(data, for: key, metadata: metadata) { _ in (true, []) }
+    }
+
+    /// Stores `data` for `key` if `commit`, shown the metadata of the entry
+    /// it would replace (nil: none), says so; then removes the entries whose
+    /// keys `commit` names. The look, the replacement and the removals
+    /// happen under the folder's lock, as one step for every writer of every
+    /// process: how a loader makes a response's parts visible together and
+    /// never over a newer response (see ``ImageDiskStore``). Returns whether
+    /// it was stored.
+    ///
+    /// Limits are held while writing: before the entry goes in, the least
+    /// recently used entries go until it fits (down to 85% of each limit), so
+    /// the folder passes its size limit by at most the entries being written
+    /// at that moment (their temporary files).
+    package func store(
+        _ data: Data, for key: String, metadata: DataCacheMetadata,
+        commit: (_ replaced: DataCacheMetadata?) -> (store: Bool, remove: [String])
+    ) throws(AsyncImageError) -> Bool {
         var metadata = metadata
         metadata.key = key
         metadata.storedAt = Date().timeIntervalSince1970
         let bytes = DataCacheEntry.encode(data, metadata: metadata)
         let path = self.path(for: key)
         let folder = (path as NSString).deletingLastPathComponent
-        // Unique across instances and processes (containers may share PIDs).
-        let temporary = folder + "/.tmp-\(UUID().uuidString)"
+        // Unique across instances and processes (containers may share PIDs);
+        // named after its process, so that one a killed writer left is
+        // removed at the next start (see `scan`).
+        let temporary = folder + "/\(Self.temporaryPrefix)\(getpid())-\(UUID().uuidString)"
         var opened = false
         do {
             if access(folder, F_OK) != 0 {
@@ -191,8 +214,20 @@ public final class DataCache: @unchecked Sendable {
             if opened { unlink(temporary) }
             throw .diskCache(path: temporary, message: "\(error)")
         }
-        let outcome = exclusively { ledger -> (over: Bool, count: Int, renameError: Int32?) in
+        let outcome = exclusively { ledger -> (stored: Bool, count: Int, renameError: Int32?) in
+            let replaced = Self.metadata(at: path, key: key)
+            let decision = commit(replaced)
+            guard decision.store else {
+                unlink(temporary)
+                return (false, ledger.count, nil)
+            }
             let old = fileSize(path)
+            let limits = self.limits
+            if ledger.size - (old ?? 0) + bytes.count > limits.sizeLimit
+                || ledger.count + (old == nil ? 1 : 0) > limits.countLimit
+            {
+                trimLocked(&ledger, making: bytes.count, keeping: path)
+            }
             guard rename(temporary, path) == 0 else {
                 let code = errno
                 unlink(temporary)
@@ -200,8 +235,14 @@ public final class DataCache: @unchecked Sendable {
             }
             ledger.size += bytes.count - (old ?? 0)
             ledger.count += old == nil ? 1 : 0
-            let limits = self.limits
-            return (ledger.size > limits.sizeLimit || ledger.count > limits.countLimit, ledger.count, nil)
+            for other in decision.remove where other != key {
+                let otherPath = self.path(for: other)
+                if let size = fileSize(otherPath), unlink(otherPath) == 0 {
+                    ledger.size -= size
+                    ledger.count -= 1
+                }
+            }
+            return (true, ledger.count, nil)
         }
         if let code = outcome.renameError {
             throw .diskCache(path: path, message: "rename failed: \(String(cString: strerror(code)))")
@@ -216,7 +257,17 @@ public final class DataCache: @unchecked Sendable {
             count = 0
             return true
         }
-        if outcome.over || rebuild { maintenance.async { [weak self] in self?.trim(force: rebuild) } }
+        if rebuild { maintenance.async { [weak self] in self?.trim(force: true) } }
+        return outcome.stored
+    }
+
+    /// The metadata of the entry file at `path`, if it is `key`'s and reads
+    /// (under the lock: what a commit replaces).
+    private static func metadata(at path: String, key: String) -> DataCacheMetadata? {
+        guard let (file, _) = read(path, limit: 1 << 30),
+            case .success(let entry) = DataCacheEntry.decode(file), entry.metadata.key == key
+        else { return nil }
+        return entry.metadata
     }
 
     /// Removes the entry for `key`.
@@ -276,28 +327,38 @@ public final class DataCache: @unchecked Sendable {
         exclusively { ledger in
             let limits = self.limits
             guard force || ledger.size > limits.sizeLimit || ledger.count > limits.countLimit else { return }
-            let now = Date().timeIntervalSince1970
-            var entries = scan()
-            if let age = limits.ageLimit {
-                for entry in entries where now - entry.used > age { unlink(entry.path) }
-                entries.removeAll { now - $0.used > age }
-            }
-            var size = entries.reduce(0) { $0 + $1.size }
-            var count = entries.count
-            if size > limits.sizeLimit || count > limits.countLimit {
-                let sizeTarget = Int(Double(limits.sizeLimit) * Self.trimRatio)
-                let countTarget = Int(Double(limits.countLimit) * Self.trimRatio)
-                for entry in entries.sorted(by: { $0.used < $1.used }) {
-                    guard size > sizeTarget || count > countTarget else { break }
-                    if unlink(entry.path) == 0 {
-                        size -= entry.size
-                        count -= 1
-                    }
-                }
-            }
-            ledger = Ledger(size: size, count: count)
+            trimLocked(&ledger, making: 0, keeping: nil)
             if force { (needsRebuild, rebuildScheduled) = (false, false) }
         }
+    }
+
+    /// Under the lock: the true totals from the folder; entries past the age
+    /// limit removed; then, if the totals plus `incoming` bytes (one entry)
+    /// pass a limit, the least recently used entries (never `kept`, the file
+    /// about to be replaced) down to 85% of it.
+    private func trimLocked(_ ledger: inout Ledger, making incoming: Int, keeping kept: String?) {
+        let limits = self.limits
+        let now = Date().timeIntervalSince1970
+        var entries = scan()
+        if let age = limits.ageLimit {
+            for entry in entries where now - entry.used > age && entry.path != kept { unlink(entry.path) }
+            entries.removeAll { now - $0.used > age && $0.path != kept }
+        }
+        var size = entries.reduce(0) { $0 + $1.size }
+        var count = entries.count
+        let extra = incoming > 0 ? 1 : 0
+        if size + incoming > limits.sizeLimit || count + extra > limits.countLimit {
+            let sizeTarget = Int(Double(limits.sizeLimit) * Self.trimRatio) - incoming
+            let countTarget = Int(Double(limits.countLimit) * Self.trimRatio) - extra
+            for entry in entries.sorted(by: { $0.used < $1.used }) where entry.path != kept {
+                guard size > sizeTarget || count > countTarget else { break }
+                if unlink(entry.path) == 0 {
+                    size -= entry.size
+                    count -= 1
+                }
+            }
+        }
+        ledger = Ledger(size: size, count: count)
     }
 
     /// Every entry file: its path, size and last use. Temporary files left
@@ -315,7 +376,9 @@ public final class DataCache: @unchecked Sendable {
                     guard stat(path, &info) == 0 else { continue }
                     let used = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
                     if name.hasPrefix(".tmp-") {
-                        if now - used > 3600 { unlink(path) }
+                        // Its writer's, until that process is gone (killed
+                        // mid-write) or an hour has passed.
+                        if now - used > 3600 || !Self.writerIsAlive(name) { unlink(path) }
                         continue
                     }
                     found.append((path, Int(info.st_size), used))
@@ -323,6 +386,17 @@ public final class DataCache: @unchecked Sendable {
             }
         }
         return found
+    }
+
+    /// How temporary files start: `.tmp-<pid>-<uuid>`.
+    static let temporaryPrefix = ".tmp-"
+
+    /// Whether the process that named temporary file `name` still runs (a
+    /// name without a pid, from an older version, counts as alive).
+    private static func writerIsAlive(_ name: String) -> Bool {
+        let rest = name.dropFirst(temporaryPrefix.count)
+        guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]) else { return true }
+        return pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH
     }
 
     private func fileSize(_ path: String) -> Int? {

@@ -4,38 +4,47 @@ import Foundation
 /// owner of that layout and of the rule that ties its parts together.
 ///
 /// A response is kept as up to three kinds of entry, under keys derived from
-/// the request's disk key (its URL and headers):
+/// the request's disk key (its URL, see `LoadRequest.diskKey(for:)`) and the
+/// response's *generation* (64 random bits, new for every response stored):
 ///
-/// | entry     | key                          | body                      |
-/// |-----------|------------------------------|---------------------------|
-/// | headers   | `diskKey`                    | none: HTTP metadata only  |
-/// | original  | `diskKey` + `\n#original`    | the response body         |
-/// | processed | `diskKey` + `\n#image:` + processing | a ``StoredImage`` |
-/// | partial   | `diskKey` + `\n#partial`    | the start of a body whose transfer was cut off |
+/// | entry     | key                                           | body                      |
+/// |-----------|-----------------------------------------------|---------------------------|
+/// | headers   | `diskKey`                                     | none: the stored HTTP response but its body, and its generation |
+/// | original  | `diskKey` + `\n#original\n` + generation      | the response body         |
+/// | processed | `diskKey` + `\n#image:` + processing + `\n` + generation | a ``StoredImage`` |
+/// | partial   | `diskKey` + `\n#partial`                      | the start of a body whose transfer was cut off |
 ///
 /// (Encoded request headers start `\n` and a digit, so no suffix can be
 /// mistaken for them.)
 ///
-/// The headers entry is the one source of HTTP truth: freshness, validators
-/// and `Vary` are read, and refreshed by a `304`, there alone, and it is
-/// small, so checking freshness never reads a large body. Each `200` stored
-/// gets a new random *generation*, written into every entry made from it.
-/// A body or processed image is used only while its generation equals the
-/// headers entry's; one that does not match (the response was replaced by a
-/// newer `200`, or a write of another process came between) is a miss and
-/// is removed. So a `304` keeps every processed image (only the small
-/// headers entry is rewritten), and a `200` drops them all, lazily, without
-/// knowing which sizes exist.
+/// The headers entry is the one source of HTTP truth, and it is small, so
+/// checking freshness never reads a large body. What it guarantees:
 ///
-/// Writes go headers first, then the parts: a reader between the two sees
-/// the new generation and an old or missing part, which is a miss, never a
-/// mismatched pair.
+/// - **One unit**: a response's body is written first, under its
+///   generation's own name, and its headers entry last; a reader finds the
+///   body through the headers entry's generation, so it sees the new
+///   response whole or the old one, never headers of one and a body of
+///   another.
+/// - **One writer wins**: the headers entry replaces the old one under the
+///   cache's lock, and in the same step the replaced generation's body is
+///   removed. Two writers of one key, in one process or several, end with
+///   the last one's complete response; the other's body is removed with it.
+/// - **A `304` keeps every part**: it rewrites the headers entry alone,
+///   keeping its generation, and only while the stored generation is still
+///   the one it refreshed (never over a newer response).
+/// - **Thumbnails are tied to their generation by name**: a new response
+///   orphans every processed image of the old one, whatever its size; they
+///   are never read again, and go as the least recently used.
 struct ImageDiskStore: Sendable {
     let cache: DataCache
 
-    static func originalKey(_ diskKey: String) -> String { diskKey + "\n#original" }
+    static func originalKey(_ diskKey: String, generation: String) -> String {
+        diskKey + "\n#original\n" + generation
+    }
     static func partialKey(_ diskKey: String) -> String { diskKey + "\n#partial" }
-    static func processedKey(_ diskKey: String, _ processing: String) -> String { diskKey + "\n#image:" + processing }
+    static func processedKey(_ diskKey: String, _ processing: String, generation: String) -> String {
+        diskKey + "\n#image:" + processing + "\n" + generation
+    }
 
     /// A new generation: 64 random bits.
     static func newGeneration() -> String {
@@ -51,40 +60,31 @@ struct ImageDiskStore: Sendable {
 
     /// The stored body of generation `generation`, or nil.
     func original(for diskKey: String, generation: String) -> Data? {
-        part(Self.originalKey(diskKey), generation: generation, of: diskKey)
+        cache.entry(for: Self.originalKey(diskKey, generation: generation))?.data
     }
 
     /// The stored processed image `processing` of generation `generation`, or nil.
     func processed(for diskKey: String, processing: String, generation: String) -> Data? {
-        part(Self.processedKey(diskKey, processing), generation: generation, of: diskKey)
+        cache.entry(for: Self.processedKey(diskKey, processing, generation: generation))?.data
     }
 
-    private func part(_ key: String, generation: String, of diskKey: String) -> Data? {
-        guard let entry = cache.entry(for: key) else { return nil }
-        guard entry.metadata.generation == generation else {
-            // Made from another response: never used again, unless it is
-            // newer than what this reader saw (another writer's, just in).
-            if cache.entry(for: diskKey)?.metadata.generation != entry.metadata.generation {
-                cache.removeData(for: key)
-            }
-            return nil
-        }
-        return entry.data
-    }
-
-    /// Stores a new response (its headers, and its body when `body` is
-    /// given) under a new generation, which the caller passes on to
-    /// ``storeProcessed(_:for:processing:generation:)``.
+    /// Stores a new response: its body first (when given), under
+    /// `generation`, then its headers entry, which replaces the old one and
+    /// removes the old one's body in the same step. The caller passes
+    /// `generation` on to ``storeProcessed(_:for:processing:generation:)``.
     func storeResponse(
         _ metadata: DataCacheMetadata, body: Data?, for diskKey: String, generation: String
     ) throws(AsyncImageError) {
         var metadata = metadata
         metadata.generation = generation
-        try cache.store(Data(), for: diskKey, metadata: metadata)
         if let body {
             var part = DataCacheMetadata(contentType: metadata.contentType)
             part.generation = generation
-            try cache.store(body, for: Self.originalKey(diskKey), metadata: part)
+            try cache.store(body, for: Self.originalKey(diskKey, generation: generation), metadata: part)
+        }
+        _ = try cache.store(Data(), for: diskKey, metadata: metadata) { replaced in
+            guard let old = replaced?.generation, old != generation else { return (true, []) }
+            return (true, [Self.originalKey(diskKey, generation: old)])
         }
     }
 
@@ -92,15 +92,17 @@ struct ImageDiskStore: Sendable {
     func storeProcessed(_ image: Data, for diskKey: String, processing: String, generation: String) throws(AsyncImageError) {
         var part = DataCacheMetadata()
         part.generation = generation
-        try cache.store(image, for: Self.processedKey(diskKey, processing), metadata: part)
+        try cache.store(image, for: Self.processedKey(diskKey, processing, generation: generation), metadata: part)
     }
 
     /// Rewrites the headers entry after a `304` (its generation, and so
-    /// every part, kept).
-    func refresh(_ metadata: DataCacheMetadata, for diskKey: String) throws(AsyncImageError) {
-        // Not over a newer response another writer stored meanwhile.
-        guard cache.entry(for: diskKey)?.metadata.generation == metadata.generation else { return }
-        try cache.store(Data(), for: diskKey, metadata: metadata)
+    /// every part, kept), unless another writer stored a newer response
+    /// meanwhile. Returns whether it did.
+    @discardableResult
+    func refresh(_ metadata: DataCacheMetadata, for diskKey: String) throws(AsyncImageError) -> Bool {
+        try cache.store(Data(), for: diskKey, metadata: metadata) { replaced in
+            (replaced?.generation != nil && replaced?.generation == metadata.generation, [])
+        }
     }
 
     /// The start of a body an earlier transfer received before it was cut
@@ -127,10 +129,12 @@ struct ImageDiskStore: Sendable {
     }
 
     /// Whether a request for `processing` could be answered from disk without
-    /// reading anything large: the headers entry and the part exist (not read).
+    /// reading anything large: the headers entry (read: it is small) and a
+    /// part of its generation exist (not read).
     func contains(_ diskKey: String, processing: String) -> Bool {
-        guard cache.contains(diskKey) else { return false }
-        return cache.contains(Self.processedKey(diskKey, processing)) || cache.contains(Self.originalKey(diskKey))
+        guard let generation = headers(for: diskKey)?.generation else { return false }
+        return cache.contains(Self.processedKey(diskKey, processing, generation: generation))
+            || cache.contains(Self.originalKey(diskKey, generation: generation))
     }
 }
 

@@ -43,10 +43,16 @@ final class ProcessedDiskTests: XCTestCase {
         return loader
     }
 
-    private func keys(_ url: URL, _ size: PixelSize) -> (headers: String, original: String, processed: String) {
+    /// The keys of `url`'s entries at `size`, for the generation stored now
+    /// (read from its headers entry; "none" without one).
+    private func keys(_ url: URL, _ size: PixelSize, _ disk: DataCache) -> (headers: String, original: String, processed: String) {
         let request = ImageRequest(url: url, targetSize: size)
         let key = LoadRequest.diskKey(for: request)
-        return (key, ImageDiskStore.originalKey(key), ImageDiskStore.processedKey(key, request.cacheKey.processing))
+        let generation = disk.entry(for: key)?.metadata.generation ?? "none"
+        return (
+            key, ImageDiskStore.originalKey(key, generation: generation),
+            ImageDiskStore.processedKey(key, request.cacheKey.processing, generation: generation)
+        )
     }
 
     func testAThumbnailComesBackFromDiskWithoutTheOriginal() throws {
@@ -55,7 +61,7 @@ final class ProcessedDiskTests: XCTestCase {
         let url = servePhoto(h)
         load([ImageRequest(url: url, targetSize: thumb)], h, disk, outcomes: 1)
         let made = try XCTUnwrap(h.log.images["/photo.jpg"])
-        let keys = keys(url, thumb)
+        let keys = keys(url, thumb, disk)
         XCTAssertTrue(disk.contains(keys.headers) && disk.contains(keys.original) && disk.contains(keys.processed))
         let processedSize = try XCTUnwrap(disk.data(for: keys.processed)).count
         let originalSize = try XCTUnwrap(disk.data(for: keys.original)).count
@@ -84,7 +90,7 @@ final class ProcessedDiskTests: XCTestCase {
         let url = servePhoto(h)
         load([ImageRequest(url: url, targetSize: thumb)], h, disk, outcomes: 1, encoding: .lossless)
         let made = try XCTUnwrap(h.log.images["/photo.jpg"])
-        disk.removeData(for: keys(url, thumb).original)
+        disk.removeData(for: keys(url, thumb, disk).original)
         load([ImageRequest(url: url, targetSize: thumb)], h, disk, outcomes: 2)
         XCTAssertEqual(Self.maxDifference(try XCTUnwrap(h.log.images["/photo.jpg"]), made), 0)
         XCTAssertEqual(h.server.requestCount(url), 1)
@@ -99,7 +105,7 @@ final class ProcessedDiskTests: XCTestCase {
         load([ImageRequest(url: b, targetSize: thumb)], h, disk, outcomes: 2, storage: .processedImages)
         load([ImageRequest(url: c, targetSize: thumb, diskStorage: .processedImages)], h, disk, outcomes: 3, storage: .originals)
         for (url, original, processed) in [(a, true, false), (b, false, true), (c, false, true)] {
-            let keys = keys(url, thumb)
+            let keys = keys(url, thumb, disk)
             XCTAssertTrue(disk.contains(keys.headers), "\(url.path): the headers entry")
             XCTAssertEqual(disk.contains(keys.original), original, "\(url.path): original")
             XCTAssertEqual(disk.contains(keys.processed), processed, "\(url.path): processed")
@@ -107,7 +113,7 @@ final class ProcessedDiskTests: XCTestCase {
         // A full-size request stores its original under either choice.
         let d = servePhoto(h, "/d.jpg")
         load([ImageRequest(url: d)], h, disk, outcomes: 4, storage: .processedImages)
-        XCTAssertTrue(disk.contains(keys(d, thumb).original))
+        XCTAssertTrue(disk.contains(keys(d, thumb, disk).original))
     }
 
     /// Thumbnails only on disk, then one request for a stored size and one
@@ -124,7 +130,7 @@ final class ProcessedDiskTests: XCTestCase {
             storage: .processedImages)
         XCTAssertEqual(h.server.requestCount(url), 2, "one transfer, for the size not on disk")
         XCTAssertEqual(h.log.errors.count, 0)
-        XCTAssertTrue(disk.contains(keys(url, small).processed), "and its thumbnail is stored now")
+        XCTAssertTrue(disk.contains(keys(url, small, disk).processed), "and its thumbnail is stored now")
         // Offline, the stored size comes; the other is "not cached".
         let other = PixelSize(width: 8, height: 6)
         load(
@@ -142,7 +148,7 @@ final class ProcessedDiskTests: XCTestCase {
         let disk = try DataCache(directory: folder)
         let url = servePhoto(h)
         load([ImageRequest(url: url, targetSize: thumb)], h, disk, outcomes: 1)
-        let keys = keys(url, thumb)
+        let keys = keys(url, thumb, disk)
         let generation = try XCTUnwrap(disk.entry(for: keys.headers)?.metadata.generation)
         func damage() throws {
             var metadata = DataCacheMetadata()
@@ -184,7 +190,7 @@ final class ProcessedDiskTests: XCTestCase {
             }
         }
         load([ImageRequest(url: url, targetSize: thumb), ImageRequest(url: url, targetSize: small)], h, disk, outcomes: 2)
-        let (thumbKeys, smallKeys) = (keys(url, thumb), keys(url, small))
+        let (thumbKeys, smallKeys) = (keys(url, thumb, disk), keys(url, small, disk))
         let thumbFile = try XCTUnwrap(disk.entry(for: thumbKeys.processed))
         let originalFile = try XCTUnwrap(disk.entry(for: thumbKeys.original))
 
@@ -208,7 +214,9 @@ final class ProcessedDiskTests: XCTestCase {
         load([ImageRequest(url: url, targetSize: small)], h, disk, outcomes: 5)
         XCTAssertEqual(h.server.requestCount(url), 4, "revalidated (304)")
         XCTAssertEqual(h.log.images[path]?.pixel(x: 2, y: 2).b ?? 0, 200, accuracy: 6, "never the old small thumbnail")
-        XCTAssertEqual(disk.entry(for: smallKeys.processed)?.metadata.generation, generation, "made again from the new original")
+        XCTAssertEqual(
+            disk.entry(for: keys(url, small, disk).processed)?.metadata.generation, generation,
+            "made again from the new original")
     }
 
     /// Persistence across processes: another process (this test binary, run

@@ -64,7 +64,10 @@ final class ResumeTests: XCTestCase {
         XCTAssertEqual(image.pixels, Self.decoded(Self.photo).pixels, "the joined body is the photo")
         XCTAssertFalse(disk.contains(partialKey(url)), "the part is forgotten once resumed")
         XCTAssertTrue(
-            disk.contains(ImageDiskStore.originalKey(LoadRequest.diskKey(for: ImageRequest(url: url)))),
+            disk.contains(
+                ImageDiskStore.originalKey(
+                    LoadRequest.diskKey(for: ImageRequest(url: url)),
+                    generation: disk.entry(for: LoadRequest.diskKey(for: ImageRequest(url: url)))?.metadata.generation ?? "")),
             "and the whole body is stored")
     }
 

@@ -86,9 +86,13 @@ extension AsyncImageLoader {
             if case .success(let image) = outcome, restored == nil {
                 storeOnDisk = state.withLock { state in self.diskWrite(for: job, body: data, key: key, image: image, &state) }
             }
-            if unreadable, let store = state.withLock({ _ in job.httpCache?.store }) {
+            if unreadable, let (store, generation) = state.withLock({ _ in job.httpCache.map { ($0.store, job.generation) } }),
+                let generation
+            {
                 let (diskKey, processing) = (job.diskKey, key.processing)
-                diskWrites.async { store.cache.removeData(for: ImageDiskStore.processedKey(diskKey, processing)) }
+                diskWrites.async {
+                    store.cache.removeData(for: ImageDiskStore.processedKey(diskKey, processing, generation: generation))
+                }
             }
             // Stored before the deliveries are scheduled, and outside the
             // loader's lock (an eviction may release a large image).
