@@ -306,6 +306,19 @@ public final class Gate: Sendable {
         condition.unlock()
     }
 
+    /// Blocks until the gate is opened or `timeout` seconds pass; returns
+    /// whether it was opened.
+    @discardableResult
+    public func wait(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !isOpen.load(ordering: .acquiring) {
+            if !condition.wait(until: deadline) { return isOpen.load(ordering: .acquiring) }
+        }
+        return true
+    }
+
     /// Opens the gate for every waiter, now and later.
     public func open() {
         condition.lock()
