@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "asyncimage-demo", targets: ["asyncimage-demo"]),
         .executable(name: "asyncimage-bench", targets: ["asyncimage-bench"]),
         .executable(name: "asyncimage-fuzz", targets: ["asyncimage-fuzz"]),
+        .executable(name: "asyncimage-crashtest", targets: ["asyncimage-crashtest"]),
     ],
     dependencies: [
         // The library's diagnostics (what AsyncHTTPClient, Vapor and Hummingbird use).
@@ -72,6 +73,15 @@ let package = Package(
             name: "LoadMix", dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
+        // The disk cache's crash test: a writer killed at random moments,
+        // then checked (CrashSafety: shared by the command and the tests).
+        .target(
+            name: "CrashSafety", dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "asyncimage-crashtest", dependencies: ["CrashSafety"], path: "CrashTest",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
         .executableTarget(
             name: "asyncimage-demo",
             dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
@@ -112,7 +122,7 @@ let package = Package(
             name: "AsyncImageKitTests",
             dependencies: [
                 "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "asyncimage-bench",
-                "FuzzTargets",
+                "FuzzTargets", "CrashSafety",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.

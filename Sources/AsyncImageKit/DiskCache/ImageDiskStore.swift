@@ -35,14 +35,18 @@ import Foundation
 /// - **Thumbnails are tied to their generation by name**: a new response
 ///   orphans every processed image of the old one, whatever its size; they
 ///   are never read again, and go as the least recently used.
-struct ImageDiskStore: Sendable {
-    let cache: DataCache
+package struct ImageDiskStore: Sendable {
+    package let cache: DataCache
 
-    static func originalKey(_ diskKey: String, generation: String) -> String {
+    package init(cache: DataCache) {
+        self.cache = cache
+    }
+
+    package static func originalKey(_ diskKey: String, generation: String) -> String {
         diskKey + "\n#original\n" + generation
     }
     static func partialKey(_ diskKey: String) -> String { diskKey + "\n#partial" }
-    static func processedKey(_ diskKey: String, _ processing: String, generation: String) -> String {
+    package static func processedKey(_ diskKey: String, _ processing: String, generation: String) -> String {
         diskKey + "\n#image:" + processing + "\n" + generation
     }
 
@@ -53,7 +57,7 @@ struct ImageDiskStore: Sendable {
 
     /// The stored response's metadata (its headers entry), if any. Whether
     /// it may be used is ``HTTPCache``'s to say.
-    func headers(for diskKey: String) -> DataCacheMetadata? {
+    package func headers(for diskKey: String) -> DataCacheMetadata? {
         guard let entry = cache.entry(for: diskKey), entry.metadata.generation != nil else { return nil }
         return entry.metadata
     }
