@@ -36,8 +36,7 @@ struct DemoRun {
         let runStart = ProcessInfo.processInfo.systemUptime
         let recorder = Recorder(start: runStart)
         recorder.register(items)
-        recorder.observe(center)
-        loader.eventMonitor = { recorder.record($0) }
+        recorder.attach(to: loader)
 
         let screen = Screen(cells: settings.cells, loader: loader, recorder: recorder)
         let progress = ProgressPrinter(

@@ -3,6 +3,14 @@ import Foundation
 
 /// Collects what the loader did: per-request timings from its event monitor,
 /// and loaded/failed/cache-hit counts from its notifications.
+///
+/// A cache hit is an image delivered from a cache, as the loader's response
+/// says (`ImageResponse.source` in the notification's
+/// `AsyncImageResponseKey`): ``memoryHits`` from the memory cache, ``diskHits``
+/// from the disk cache (fresh, or confirmed by the server with a `304`).
+/// Images loaded from the network are not hits, though every loaded image
+/// is then held in the memory cache (which the notification's
+/// `AsyncImageCacheKey` names for every one of them).
 final class Recorder: @unchecked Sendable {
     /// One request's life, in seconds since the run started.
     struct Request: Codable {
@@ -28,7 +36,8 @@ final class Recorder: @unchecked Sendable {
     private var requests: [UInt64: Request] = [:]
     private(set) var loaded = 0
     private(set) var failed = 0
-    private(set) var cacheHits = 0
+    private(set) var memoryHits = 0
+    private(set) var diskHits = 0
     private(set) var cancelled = 0
     private(set) var bytes = 0
     let start: Double
@@ -79,7 +88,8 @@ final class Recorder: @unchecked Sendable {
             case .decoding: request.decoding = t
             case .delivered(let success):
                 request.finished = t
-                if request.outcome != "cache" { request.outcome = success ? "loaded" : "failed" }
+                // A cache hit stays "cache" when delivered; one over the request's pixel limit fails.
+                if !success || request.outcome != "cache" { request.outcome = success ? "loaded" : "failed" }
             case .cancelled:
                 request.finished = t
                 request.outcome = "cancelled"
@@ -89,14 +99,26 @@ final class Recorder: @unchecked Sendable {
         }
     }
 
-    /// Counts the loader's notifications (posted on its delivery queue).
+    /// Records what `loader` does: its events (its monitor is set to
+    /// ``record(_:)``) and its notifications (see ``observe(_:)``).
+    func attach(to loader: AsyncImageLoader) {
+        observe(loader.notificationCenter)
+        loader.eventMonitor = { [self] in record($0) }
+    }
+
+    /// Counts the loader's notifications (posted on its delivery queue):
+    /// every image delivered, and where it came from.
     func observe(_ center: NotificationCenter) {
         observers.append(
             center.addObserver(forName: .asyncImageLoadDidFinish, object: nil, queue: nil) { [self] note in
-                let cached = note.userInfo?[AsyncImageCacheKey] != nil
+                let source = (note.userInfo?[AsyncImageResponseKey] as? ImageResponse)?.source
                 lock.withLock {
                     loaded += 1
-                    if cached { cacheHits += 1 }
+                    switch source {
+                    case .memoryCache: memoryHits += 1
+                    case .diskCache: diskHits += 1
+                    case .network, nil: break
+                    }
                 }
             })
         observers.append(
@@ -112,8 +134,8 @@ final class Recorder: @unchecked Sendable {
             })
     }
 
-    var snapshot: (loaded: Int, failed: Int, cancelled: Int, cacheHits: Int, bytes: Int) {
-        lock.withLock { (loaded, failed, cancelled, cacheHits, bytes) }
+    var snapshot: (loaded: Int, failed: Int, cancelled: Int, memoryHits: Int, diskHits: Int, bytes: Int) {
+        lock.withLock { (loaded, failed, cancelled, memoryHits, diskHits, bytes) }
     }
 
     var all: [Request] {
@@ -188,8 +210,8 @@ final class ProgressPrinter: @unchecked Sendable {
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         let megabytes = Double(s.bytes) / 1_000_000
         let text = String(
-            format: "[%@] %3.0f%%  loaded %d  failed %d  cancelled %d  cache hits %d  %.1f MB  %.1f MB/s",
-            bar, fraction * 100, s.loaded, s.failed, s.cancelled, s.cacheHits, megabytes, megabytes / elapsed)
+            format: "[%@] %3.0f%%  loaded %d  failed %d  cancelled %d  memory hits %d  disk hits %d  %.1f MB  %.1f MB/s",
+            bar, fraction * 100, s.loaded, s.failed, s.cancelled, s.memoryHits, s.diskHits, megabytes, megabytes / elapsed)
         return terminal ? "\r" + text : text
     }
 }

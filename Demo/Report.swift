@@ -19,7 +19,13 @@ struct Report: Codable {
         var loaded: Int
         var failed: Int
         var cancelled: Int
+        /// Images delivered from a cache: `memoryCacheHits + diskCacheHits`.
+        /// Part of `loaded`.
         var cacheHits: Int
+        /// Images delivered from the memory cache (requests whose outcome is "cache").
+        var memoryCacheHits: Int
+        /// Images delivered from the disk cache (none unless the loader has one).
+        var diskCacheHits: Int
         var bytes: Int
         var seconds: Double
         var scrollStoppedAt: Double
@@ -123,7 +129,8 @@ struct Report: Codable {
                 latencyMilliseconds: settings.latency, generatedGallery: items.first?.kind != .external),
             summary: Summary(
                 requests: requests.count, loaded: s.loaded, failed: s.failed, cancelled: s.cancelled,
-                cacheHits: s.cacheHits, bytes: s.bytes, seconds: finished, scrollStoppedAt: scrollStopped,
+                cacheHits: s.memoryHits + s.diskHits, memoryCacheHits: s.memoryHits, diskCacheHits: s.diskHits,
+                bytes: s.bytes, seconds: finished, scrollStoppedAt: scrollStopped,
                 megabytesPerSecond: Double(s.bytes) / 1_000_000 / max(0.001, finished),
                 peakTransfersInFlight: activity.peakInFlight,
                 pairsBothStarted: started.count,
@@ -142,10 +149,11 @@ struct Report: Codable {
     static func printSummary(_ report: Report) {
         let s = report.summary
         print("")
-        print("  requests  loaded  failed  cancelled  cache hits      MB  seconds  peak in flight")
+        print("  requests  loaded  failed  cancelled  memory hits  disk hits      MB  seconds  peak in flight")
         print(String(
-            format: "  %8d  %6d  %6d  %9d  %10d  %6.1f  %7.2f  %14d", s.requests, s.loaded, s.failed, s.cancelled,
-            s.cacheHits, Double(s.bytes) / 1_000_000, s.seconds, s.peakTransfersInFlight))
+            format: "  %8d  %6d  %6d  %9d  %11d  %9d  %6.1f  %7.2f  %14d", s.requests, s.loaded, s.failed,
+            s.cancelled, s.memoryCacheHits, s.diskCacheHits, Double(s.bytes) / 1_000_000, s.seconds,
+            s.peakTransfersInFlight))
         let states = Dictionary(grouping: report.screen, by: \.state).mapValues(\.count)
         let described = states.keys.sorted().map { "\(states[$0]!) \($0)" }.joined(separator: ", ")
         print("  final screen: \(report.screen.count) cells: \(described)")

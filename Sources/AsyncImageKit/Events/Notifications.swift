@@ -5,8 +5,11 @@ extension Notification.Name {
     /// loader's delivery queue, right before the success action runs; once per
     /// request, cache hits included. Object: the target (nil for loads without
     /// one). userInfo: ``AsyncImageImageKey`` (the ``Image``), ``AsyncImageURLKey``
-    /// (the `URL`), and ``AsyncImageCacheKey`` (the ``ImageCache``) only when the
-    /// image came from the cache.
+    /// (the `URL`), ``AsyncImageResponseKey`` (the ``ImageResponse``: its
+    /// ``ImageResponse/source`` tells whether the image came from the memory
+    /// cache, the disk cache or the network), and ``AsyncImageCacheKey`` (the
+    /// ``ImageCaching`` holding the image) whenever the image is held in a
+    /// cache, loaded just now or not.
     public static let asyncImageLoadDidFinish = Notification.Name("AsyncImageLoadDidFinish")
 
     /// Posted when a load failed (`"AsyncImageLoadDidFail"`), on the delivery
@@ -20,7 +23,11 @@ extension Notification.Name {
 public let AsyncImageImageKey = "image"
 /// userInfo key of the request's `URL` (`"URL"`).
 public let AsyncImageURLKey = "URL"
-/// userInfo key of the ``ImageCache`` a cached image came from (`"cache"`); absent for loaded images.
+/// userInfo key of the ``ImageCaching`` holding the delivered image
+/// (`"cache"`): on every didFinish whose image is in a cache, a fresh load
+/// stored in the loader's cache as well as a cache hit; absent only when
+/// caching is off (or the request skips memory writes). It does not tell a cache hit: for that, read
+/// ``ImageResponse/source`` (``AsyncImageResponseKey``).
 public let AsyncImageCacheKey = "cache"
 /// userInfo key present (`true`) when the image is a stale disk entry
 /// (`"stale"`): shown while it is revalidated, or because the server could

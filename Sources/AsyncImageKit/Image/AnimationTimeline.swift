@@ -30,20 +30,39 @@ import Foundation
 ///
 /// Time `t` is seconds since playback started. At or before 0 (and for NaN)
 /// the first frame shows. A frame shows from its start time, inclusive, up to
-/// the next frame's start time. An endless animation takes `t` modulo the loop
-/// duration (`fmod`, which is exact), so a `t` of years or more still gives the
-/// right frame.
+/// the next frame's start time.
+///
+/// **Exact times.** Durations are counted in whole microseconds (GIF delays
+/// are whole hundredths of a second and WebP's whole milliseconds, so theirs
+/// are exact) and summed as integers: the start times of frames of 10, 20,
+/// 10 and 20 hundredths are exactly `[0, 0.1, 0.3, 0.4]` (a sum in floating
+/// point gives `0.30000000000000004`), and `frameIndex(at: 0.3)` is the frame
+/// that starts at 0.3 s, in the first loop and in every later one (at
+/// `0.3 + n` loop durations, each taken as the `Double` nearest the exact
+/// time). Beyond about 285 years (2^53 microseconds), an endless animation
+/// takes `t` modulo the loop duration (`fmod`, which is exact), so a `t` of
+/// any size still gives a frame.
 public struct AnimationTimeline: Sendable, Hashable {
     /// How long each frame is shown, in seconds, after the short-delay rule
-    /// (``displayDuration(_:)``): never less than 10.5 ms in an animation.
-    /// A still image has one entry, its own duration (normally 0).
+    /// (``displayDuration(_:)``), in whole microseconds: never less than
+    /// 11 ms in an animation. A still image has one entry, its own duration
+    /// (normally 0).
     public let frameDurations: [Double]
-    /// When each frame starts within one loop, in seconds. The first is 0.
+    /// When each frame starts within one loop, in seconds: the exact sum of
+    /// the durations before it (in whole microseconds), so frames of 10 and
+    /// 20 hundredths start at exactly `0.1` and `0.3`. The first is 0.
     public let frameStartTimes: [Double]
-    /// How long one loop takes: the sum of ``frameDurations`` (0 for a still image).
+    /// How long one loop takes: the exact sum of ``frameDurations`` (0 for a still image).
     public let loopDuration: Double
     /// How many times the animation plays: `nil` for forever, 1 for a still image.
     public let playCount: Int?
+
+    /// The start times in whole microseconds, for the frames that start at
+    /// all (none after a frame shown for good).
+    private let startMicroseconds: [Int]
+    /// One loop in whole microseconds; nil when a frame is shown for good
+    /// (the loop never ends).
+    private let loopMicroseconds: Int?
 
     /// A frame this short or shorter is shown for ``substituteDuration``:
     /// 10 ms, counted in whole milliseconds as browsers count (anything under
@@ -58,32 +77,60 @@ public struct AnimationTimeline: Sendable, Hashable {
     /// that frame stays up for good.
     public static func displayDuration(_ duration: Double) -> Double {
         // Whole milliseconds, as in Firefox and Chromium: under 10.5 ms is "10 ms or less".
-        duration >= shortDurationLimit + 0.0005 ? duration : substituteDuration
+        (duration * 1000).rounded() > 10 ? duration : substituteDuration
     }
+
+    /// Times are counted in whole microseconds up to this many (2^53, about
+    /// 285 years): every such count is exact in a `Double`.
+    private static let microsecondLimit = 1 << 53
+
+    /// The microseconds a frame of `duration` seconds is shown for, after
+    /// the short-delay rule; nil when it is shown for good (an infinite
+    /// duration, or one of ``microsecondLimit`` or more).
+    private static func displayMicroseconds(_ duration: Double) -> Int? {
+        guard (duration * 1000).rounded() > 10 else { return 100_000 }
+        let microseconds = (duration * 1_000_000).rounded()
+        return microseconds < Double(microsecondLimit) ? Int(microseconds) : nil
+    }
+
+    /// `microseconds` in seconds: the `Double` nearest the exact value, so
+    /// 300,000 is exactly `0.3`.
+    private static func seconds(_ microseconds: Int) -> Double { Double(microseconds) / 1_000_000 }
 
     /// Creates the timeline of frames shown for these durations (raw, before
     /// the short-delay rule), with a GIF loop count: `nil` plays once, 0 (or
     /// less) forever, `n` plays `n + 1` times. A single frame (or none) is a still
     /// image: it plays once and never changes.
+    ///
+    /// Durations are counted in whole microseconds (GIF's hundredths and
+    /// WebP's milliseconds are whole numbers of them), and start times are
+    /// their exact sums. A frame of 285 years or more (2^53 microseconds)
+    /// is shown for good, as an infinite one is.
     public init(frameDurations durations: [Double], loopCount: Int?) {
         guard durations.count > 1 else {
             frameDurations = durations.isEmpty ? [0] : [max(0, durations[0].isNaN ? 0 : durations[0])]
             frameStartTimes = [0]
             loopDuration = 0
             playCount = 1
+            startMicroseconds = [0]
+            loopMicroseconds = 0
             return
         }
-        let shown = durations.map(Self.displayDuration)
-        var starts: [Double] = []
+        let shown = durations.map(Self.displayMicroseconds)
+        var starts: [Int] = []
         starts.reserveCapacity(shown.count)
-        var total = 0.0
+        var total: Int? = 0
         for duration in shown {
-            starts.append(total)
-            total += duration
+            guard let sum = total else { break }
+            starts.append(sum)
+            // Past the limit, the frame is shown for good.
+            total = duration.flatMap { $0 < Self.microsecondLimit - sum ? sum + $0 : nil }
         }
-        frameDurations = shown
-        frameStartTimes = starts
-        loopDuration = total
+        frameDurations = shown.map { $0.map(Self.seconds) ?? .infinity }
+        frameStartTimes = starts.map(Self.seconds) + Array(repeating: .infinity, count: shown.count - starts.count)
+        loopDuration = total.map(Self.seconds) ?? .infinity
+        startMicroseconds = starts
+        loopMicroseconds = total
         switch loopCount {
         case nil: playCount = 1
         case let count? where count <= 0: playCount = nil
@@ -106,7 +153,9 @@ public struct AnimationTimeline: Sendable, Hashable {
     /// `nil` when it loops forever, 0 for a still image.
     public var totalDuration: Double? {
         guard isAnimated else { return 0 }
-        return playCount.map { Double($0) * loopDuration }
+        guard let plays = playCount else { return nil }
+        if let loop = loopMicroseconds, plays < Self.microsecondLimit / loop { return Self.seconds(plays * loop) }
+        return Double(plays) * loopDuration
     }
 
     /// Whether playback has ended at time `t`, so the last frame stays up.
@@ -120,15 +169,18 @@ public struct AnimationTimeline: Sendable, Hashable {
     /// The index of the frame shown at `t` seconds after playback started.
     ///
     /// - At or before 0, and for NaN: frame 0.
-    /// - At a frame's start time exactly: that frame.
+    /// - At a frame's start time exactly: that frame. Start times are exact
+    ///   sums (see ``frameStartTimes``), in every loop: the frame that starts
+    ///   at 0.3 s shows at `t = 0.3`, and in a loop of 0.7 s, again at `t = 1.0`.
     /// - Once every play has ended (``isFinished(at:)``): the last frame, for good.
-    /// - In an endless loop: the frame at `fmod(t, loopDuration)`. For `t = +infinity` that is frame 0.
+    /// - In an endless loop: the frame at `t` modulo the loop duration. For `t = +infinity` that is frame 0.
     public func frameIndex(at t: Double) -> Int {
         guard isAnimated, t > 0 else { return 0 }
         if isFinished(at: t) { return frameDurations.count - 1 }
         guard t.isFinite else { return 0 }  // +infinity in an endless loop has no phase
+        if let position = exactPosition(at: t) { return position.frame }
         let phase = loopDuration.isFinite ? fmod(t, loopDuration) : t
-        return Self.lastIndex(in: frameStartTimes, atOrBefore: phase)
+        return Self.lastIndex(frameStartTimes.count) { frameStartTimes[$0] <= phase }
     }
 
     /// The time at which the shown frame next changes after `t` (the start
@@ -139,14 +191,23 @@ public struct AnimationTimeline: Sendable, Hashable {
     public func nextFrameChange(after t: Double) -> Double? {
         guard isAnimated, !t.isNaN, !isFinished(at: t), t.isFinite || t < 0 else { return nil }
         guard t >= 0 else { return frameDurations[0].isFinite ? frameDurations[0] : nil }
-        guard loopDuration.isFinite else {
-            let index = Self.lastIndex(in: frameStartTimes, atOrBefore: t)
-            let end = frameStartTimes[index] + frameDurations[index]
-            return end.isFinite ? end : nil
+        guard let loop = loopMicroseconds else {
+            // A frame is shown for good: one pass, and the frames after it never start.
+            let index = Self.lastIndex(startMicroseconds.count) { Self.seconds(startMicroseconds[$0]) <= t }
+            return index + 1 < startMicroseconds.count ? Self.seconds(startMicroseconds[index + 1]) : nil
+        }
+        if let position = exactPosition(at: t) {
+            let (play, frame) = position
+            guard frame + 1 == startMicroseconds.count else {
+                return Self.seconds(play * loop + startMicroseconds[frame + 1])
+            }
+            // The last frame of the last play stays up: no change at the end.
+            if let plays = playCount, play + 1 >= plays { return nil }
+            return Self.seconds((play + 1) * loop)
         }
         let phase = fmod(t, loopDuration)
         let loopStart = t - phase
-        let index = Self.lastIndex(in: frameStartTimes, atOrBefore: phase)
+        let index = Self.lastIndex(frameStartTimes.count) { frameStartTimes[$0] <= phase }
         let isLast = index + 1 == frameStartTimes.count
         let end = isLast ? loopDuration : frameStartTimes[index + 1]
         // The last frame of the last play stays up: no change at the end.
@@ -159,15 +220,50 @@ public struct AnimationTimeline: Sendable, Hashable {
         return next > t ? next : t.nextUp
     }
 
-    /// The largest index whose start time is `<= time` (0 when none is).
-    private static func lastIndex(in starts: [Double], atOrBefore time: Double) -> Int {
+    /// The play (counted from 0) and the frame showing at `t` (finite,
+    /// positive), found by comparing `t` with exact start times: the frame
+    /// that starts at `play * loop + start` microseconds shows from the
+    /// `Double` nearest that time on. Nil when a frame is shown for good,
+    /// or when `t` is too far out for whole microseconds (about 285 years);
+    /// the caller then takes `t` modulo the loop duration.
+    private func exactPosition(at t: Double) -> (play: Int, frame: Int)? {
+        guard let loop = loopMicroseconds, loop > 0 else { return nil }
+        // The estimate is off by at most one play either way; room for two more.
+        let estimate = (t / loopDuration).rounded(.down)
+        guard estimate >= 0, estimate + 3 < Double(Self.microsecondLimit / loop) else { return nil }
+        var play = Int(estimate)
+        func start(_ play: Int, _ frame: Int) -> Double { Self.seconds(play * loop + startMicroseconds[frame]) }
+        while play > 0, start(play, 0) > t { play -= 1 }
+        while start(play + 1, 0) <= t { play += 1 }
+        return (play, Self.lastIndex(startMicroseconds.count) { start(play, $0) <= t })
+    }
+
+    /// The largest index below `count` for which `isAtOrBefore` holds (0
+    /// when none does); `isAtOrBefore` holds for a prefix of the indices.
+    private static func lastIndex(_ count: Int, where isAtOrBefore: (Int) -> Bool) -> Int {
         var low = 0
-        var high = starts.count - 1
+        var high = count - 1
         while low < high {
             let middle = (low + high + 1) / 2
-            if starts[middle] <= time { low = middle } else { high = middle - 1 }
+            if isAtOrBefore(middle) { low = middle } else { high = middle - 1 }
         }
         return low
+    }
+
+    /// The exact sum of `durations` (seconds): in whole microseconds when
+    /// every one is a finite number of them within range (a decoded GIF's
+    /// or WebP's always are), otherwise in floating point.
+    static func sum(_ durations: [Double]) -> Double {
+        var total = 0
+        for duration in durations {
+            let microseconds = (duration * 1_000_000).rounded()
+            guard microseconds.magnitude < Double(microsecondLimit), seconds(Int(microseconds)) == duration else {
+                return durations.reduce(0, +)
+            }
+            total += Int(microseconds)
+            guard total.magnitude < microsecondLimit else { return durations.reduce(0, +) }
+        }
+        return seconds(total)
     }
 }
 

@@ -141,10 +141,12 @@ public struct Image: Sendable {
     public static let frameOverhead = 256
 
     /// The total duration of one loop of the animation, in seconds: the sum
-    /// of the frames' stored durations. (What it takes on screen is
+    /// of the frames' stored durations, exact when each is a whole number of
+    /// microseconds (as a decoded GIF's or WebP's are: frames of 0.1 and 0.2 s
+    /// make 0.3, not `0.30000000000000004`). (What it takes on screen is
     /// ``AnimationTimeline/loopDuration``, which also applies the short-delay
     /// rule to frames made in memory; for a decoded GIF or WebP the two are the same.)
-    public var duration: Double { frames.reduce(0) { $0 + $1.duration } }
+    public var duration: Double { AnimationTimeline.sum(frames.map(\.duration)) }
 
     /// The RGBA value of one pixel of one frame.
     public func pixel(x: Int, y: Int, frame: Int = 0) -> RGBA {

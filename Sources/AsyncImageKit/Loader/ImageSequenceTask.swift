@@ -4,7 +4,10 @@ extension AsyncImageLoader {
     /// Loads `requests` strictly one after another (ThumbnailService's request
     /// group sequence: small, then big), delivering each in turn to `target`
     /// through `success` or `failure`, and starting each only after the one
-    /// before it was delivered.
+    /// before it was delivered: its notification posted and its action run,
+    /// on the delivery queue. The next member is made right after that
+    /// action returns, on the delivery queue, so an action never sees the
+    /// next member queued or its transfer started.
     ///
     /// ```swift
     /// loader.loadImages([small, big], target: cell, success: show)
@@ -103,14 +106,16 @@ public final class ImageSequenceTask: @unchecked Sendable {
             guard !self.ended else { return }
             self.next = start
             self.current = record
-            record.onEnd = { [self] record, _, effects in
+            record.onEnd = { [self] record, _, _ in
                 self.current = nil
                 guard record.state == .delivered, start + 1 < self.requests.count else {
                     self.ended = true
                     return
                 }
                 self.next = start + 1
-                effects.append { self.advance(from: start + 1) }
+                // Not at once: after this member's notification and action.
+                let following = start + 1
+                record.afterDelivery = { self.advance(from: following) }
             }
             loader.add(record, object: object, hit: hit, refusal: refusal, &state, &effects)
             loader.pump(&state, &effects)

@@ -136,6 +136,25 @@ final class WebPDecoderTests: XCTestCase {
 
     // MARK: Animation
 
+    /// WebP durations are whole milliseconds: the start times are their
+    /// exact sums, and a frame shows at its start time exactly.
+    func testAnimationStartTimesAreExactSums() throws {
+        let frames = [100, 200, 100, 200, 100].enumerated().map { index, milliseconds in
+            (image: SyntheticImage.solid(width: 4, height: 4, color: RGBA(r: UInt8(index * 50), g: 0, b: 0)),
+             milliseconds: milliseconds)
+        }
+        let image = try ImageDecoder().decode(try tools.img2webp(frames, loop: 0))
+        let timeline = image.animationTimeline
+        XCTAssertEqual(timeline.frameStartTimes, [0, 0.1, 0.3, 0.4, 0.6])
+        XCTAssertEqual(timeline.loopDuration, 0.7)
+        XCTAssertEqual(image.duration, 0.7)
+        for (frame, start) in timeline.frameStartTimes.enumerated() {
+            XCTAssertEqual(image.frameIndex(at: start), frame, "at \(start)")
+            if frame > 0 { XCTAssertEqual(image.frameIndex(at: start.nextDown), frame - 1, "just before \(start)") }
+        }
+        XCTAssertEqual(image.frameIndex(at: 1.0), 2, "the second loop: 0.7 + 0.3")
+    }
+
     func testAnimationFramesDurationsAndLoopCount() throws {
         let red = SyntheticImage.solid(width: 20, height: 10, color: RGBA(r: 255, g: 0, b: 0))
         let green = SyntheticImage.quadrants(width: 20, height: 10)

@@ -43,6 +43,9 @@ final class DemoTests: XCTestCase {
             let loaded: Int
             let failed: Int
             let cancelled: Int
+            let cacheHits: Int
+            let memoryCacheHits: Int
+            let diskCacheHits: Int
             let pairsBothStarted: Int
             let thumbnailStartedFirst: Int
         }
@@ -90,6 +93,12 @@ final class DemoTests: XCTestCase {
         XCTAssertEqual(
             report.requests.filter { $0.outcome == "pending" }.count, 0, "every request ended in an outcome")
         XCTAssertTrue(report.requests.allSatisfy { ($0.queued ?? -1) >= 0 && ($0.finished ?? -1) >= ($0.queued ?? 0) })
+        // Cache hits are the images delivered from the memory cache (the
+        // demo has no disk cache): the requests whose outcome is "cache".
+        XCTAssertEqual(report.summary.memoryCacheHits, report.requests.filter { $0.outcome == "cache" }.count)
+        XCTAssertEqual(report.summary.diskCacheHits, 0)
+        XCTAssertEqual(report.summary.cacheHits, report.summary.memoryCacheHits)
+        XCTAssertLessThan(report.summary.cacheHits, report.summary.loaded, "the first loads came from the network")
         XCTAssertEqual(report.screen.count, 8)
         XCTAssertTrue(report.screen.allSatisfy { ["loaded", "failed"].contains($0.state) }, "\(report.screen)")
         // Per-target order: a cell that started both transfers started its thumbnail first.
@@ -370,6 +379,68 @@ final class DemoTests: XCTestCase {
 
 
             """)
+    }
+
+    // MARK: Cache hits
+
+    /// The "memory hits" and "disk hits" columns count images delivered from
+    /// a cache, and only those (every image loaded was counted as a hit: its
+    /// notification names the memory cache that now holds it). Three images
+    /// loaded, then asked for again: 3 memory hits of 6 loaded. A new loader
+    /// (a restart) over the same disk cache: 3 disk hits, then 3 memory hits.
+    func testCacheHitsCountOnlyImagesDeliveredFromACache() throws {
+        let server = try ImageServer()
+        server.extraHeaders = [("Cache-Control", "max-age=60")]
+        let disk = try DataCache(directory: folder.appendingPathComponent("disk"))
+        let urls = (1...3).map { server.url($0) }
+        let delivery = DispatchQueue(label: "cache hits delivery")
+        func makeLoader() -> (AsyncImageLoader, Recorder) {
+            let loader = AsyncImageLoader(
+                configuration: .init(
+                    cache: ImageCache(), deliveryQueue: delivery, notificationCenter: NotificationCenter(),
+                    diskCache: disk))
+            let recorder = Recorder(start: ProcessInfo.processInfo.systemUptime)
+            recorder.attach(to: loader)
+            return (loader, recorder)
+        }
+        func loadAll(_ loader: AsyncImageLoader) {
+            let done = expectation(description: "3 delivered")
+            done.expectedFulfillmentCount = urls.count
+            for url in urls {
+                loader.loadImage(
+                    ImageRequest(url: url), target: nil,
+                    success: ImageAction("done") { _, _, _ in done.fulfill() },
+                    failure: ImageFailureAction("done") { _, error, _ in
+                        XCTFail("\(error)")
+                        done.fulfill()
+                    })
+            }
+            wait(for: [done], timeout: 15)
+            delivery.sync {}
+            loader.flushDiskWrites()
+        }
+        func counts(_ recorder: Recorder) -> [Int] {
+            let s = recorder.snapshot
+            return [s.loaded, s.memoryHits, s.diskHits]
+        }
+
+        let (first, firstRecorder) = makeLoader()
+        loadAll(first)
+        XCTAssertEqual(counts(firstRecorder), [3, 0, 0], "loaded, memory hits, disk hits: from the network")
+        loadAll(first)
+        XCTAssertEqual(counts(firstRecorder), [6, 3, 0], "the same images again: from memory")
+        XCTAssertEqual(firstRecorder.all.map(\.outcome), ["loaded", "loaded", "loaded", "cache", "cache", "cache"])
+
+        let (second, secondRecorder) = makeLoader()
+        loadAll(second)
+        XCTAssertEqual(counts(secondRecorder), [3, 0, 3], "after a restart: from disk")
+        loadAll(second)
+        XCTAssertEqual(counts(secondRecorder), [6, 3, 3])
+        XCTAssertEqual(urls.map { server.requestCount($0) }, [1, 1, 1], "the network served each image once")
+
+        // What the summary shows.
+        let line = ProgressPrinter.line(secondRecorder, (6, 6), terminal: false)
+        XCTAssertTrue(line.contains("loaded 6  failed 0  cancelled 0  memory hits 3  disk hits 3"), line)
     }
 
     // MARK: The timeline's transfers-in-flight strip

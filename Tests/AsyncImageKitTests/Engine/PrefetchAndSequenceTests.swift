@@ -78,6 +78,61 @@ final class PrefetchAndSequenceTests: XCTestCase {
         XCTAssertTrue(sequence.isFinished)
     }
 
+    /// The next member starts only once the one before it was delivered:
+    /// its notification posted and its action (success or failure) run on
+    /// the delivery queue. Each action looks at what the loader has done
+    /// about the later members: nothing yet, no event and no transfer (the
+    /// loader made the next member before the action ran, in 2 runs of 3).
+    func testSequenceStartsTheNextMemberOnlyAfterTheActionRan() {
+        let h = FakeHarness(concurrentLoads: 3)
+        h.transport.isSuspended = false
+        h.transport.fail(h.url(2), with: .httpStatus(h.url(2), code: 500))
+        let events = Box<[LoaderEvent]>([])
+        h.loader.eventMonitor = { event in events.update { $0?.append(event) } }
+        let urls = [1, 2, 3].map { h.url($0) }
+        // At each delivery: the member, what was notified for it, and the
+        // later members' events and transfers at that moment.
+        let seen = Box<[String]>([])
+        let notified = Box<[String]>([])
+        let observer = h.center.addObserver(forName: nil, object: nil, queue: nil) { note in
+            guard let url = note.userInfo?[AsyncImageURLKey] as? URL else { return }
+            notified.update { $0?.append(url.path) }
+        }
+        defer { h.center.removeObserver(observer) }
+        let delivered = expectation(description: "three members delivered")
+        delivered.expectedFulfillmentCount = 3
+        let transport = h.transport
+        @Sendable func look(_ url: URL, _ outcome: String) {
+            let later = Set(urls.drop(while: { $0 != url }).dropFirst().map(\.path))
+            let laterEvents = (events.value ?? []).filter { later.contains($0.url.path) }.count
+            let laterTransfers = transport.startedPaths.filter { later.contains($0) }.count
+            let wasNotified = notified.value?.last == url.path
+            seen.update {
+                $0?.append(
+                    "\(url.lastPathComponent) \(outcome): notified \(wasNotified), later events \(laterEvents), "
+                        + "later transfers \(laterTransfers)")
+            }
+            delivered.fulfill()
+        }
+        let cell = Target()
+        let sequence = h.loader.loadImages(
+            urls.map { ImageRequest(url: $0) }, target: cell,
+            success: ImageAction("show") { _, _, url in look(url, "shown") },
+            failure: ImageFailureAction("show") { _, _, url in look(url, "failed") })
+        wait(for: [delivered], timeout: 10)
+        h.drainDeliveries()
+        XCTAssertEqual(
+            seen.value,
+            [
+                "1.png shown: notified true, later events 0, later transfers 0",
+                "2.png failed: notified true, later events 0, later transfers 0",
+                "3.png shown: notified true, later events 0, later transfers 0",
+            ])
+        XCTAssertEqual(h.transport.startedPaths, paths([1, 2, 3]))
+        XCTAssertTrue(sequence.isFinished)
+        withExtendedLifetime(cell) {}
+    }
+
     /// Earlier members are skipped when a later one is cached; a failed
     /// member is delivered and the sequence goes on.
     func testSequenceSkipsToTheLastCachedMemberAndGoesOnAfterAFailure() {

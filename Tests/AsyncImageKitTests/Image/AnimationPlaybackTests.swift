@@ -22,16 +22,19 @@ final class AnimationPlaybackTests: XCTestCase {
         XCTAssertEqual(image.animationTimeline.nextFrameChange(after: -5), 0.1)
     }
 
-    /// A frame shows from its start time inclusive to the next one's exclusive.
+    /// A frame shows from its start time inclusive to the next one's
+    /// exclusive; start times are exact sums (0.1 + 0.2 in floating point
+    /// is 0.30000000000000004).
     func testExactFrameBoundaries() {
         let image = animation([0.1, 0.2, 0.3], loopCount: 0)
         let timeline = image.animationTimeline
-        XCTAssertEqual(timeline.frameStartTimes, [0, 0.1, 0.1 + 0.2])
-        XCTAssertEqual(timeline.loopDuration, 0.1 + 0.2 + 0.3)
+        XCTAssertEqual(timeline.frameStartTimes, [0, 0.1, 0.3])
+        XCTAssertEqual(timeline.loopDuration, 0.6)
+        XCTAssertEqual(image.duration, 0.6)
         XCTAssertEqual(image.frameIndex(at: 0.1.nextDown), 0)
         XCTAssertEqual(image.frameIndex(at: 0.1), 1)
-        XCTAssertEqual(image.frameIndex(at: (0.1 + 0.2).nextDown), 1)
-        XCTAssertEqual(image.frameIndex(at: 0.1 + 0.2), 2)
+        XCTAssertEqual(image.frameIndex(at: 0.3.nextDown), 1)
+        XCTAssertEqual(image.frameIndex(at: 0.3), 2)
         XCTAssertEqual(image.frameIndex(at: timeline.loopDuration.nextDown), 2)
         XCTAssertEqual(image.frameIndex(at: timeline.loopDuration), 0, "an endless loop starts again")
         XCTAssertEqual(image.frameIndex(at: timeline.loopDuration + 0.15), 1)
@@ -39,8 +42,8 @@ final class AnimationPlaybackTests: XCTestCase {
         XCTAssertEqual(image.stillImage(at: 0.15).pixel(x: 0, y: 0), RGBA(r: 1, g: 0, b: 0))
         XCTAssertFalse(image.stillImage(at: 0.15).isAnimated)
         XCTAssertEqual(timeline.nextFrameChange(after: 0), 0.1)
-        XCTAssertEqual(timeline.nextFrameChange(after: 0.1), 0.1 + 0.2)
-        XCTAssertEqual(timeline.nextFrameChange(after: 0.5) ?? 0, 0.6, accuracy: 1e-12, "the next loop's start")
+        XCTAssertEqual(timeline.nextFrameChange(after: 0.1), 0.3)
+        XCTAssertEqual(timeline.nextFrameChange(after: 0.5), 0.6, "the next loop's start")
     }
 
     /// No NETSCAPE2.0 block plays once; `n` plays n + 1 times; then the last frame stays.
@@ -184,6 +187,56 @@ final class AnimationPlaybackTests: XCTestCase {
         XCTAssertEqual(image.frameIndex(at: 0.25), 3)
         XCTAssertEqual(image.frameIndex(at: 0.30), 0, "the loop is 0.29 s")
         XCTAssertEqual(image.stillImage(at: 0.25).pixel(x: 1, y: 1), RGBA(r: 180, g: 0, b: 0))
+    }
+
+    /// GIF delays are whole hundredths: the start times are their exact
+    /// sums, so a frame shows at its start time exactly, and the frame
+    /// before it just before, in the first loop and in later ones (summed in
+    /// floating point, 10, 20, 10 and 20 hundredths started frame 2 at
+    /// 0.30000000000000004, and `frameIndex(at: 0.3)` was 1).
+    func testStartTimesAreExactSumsOfTheGIFDelays() throws {
+        let image = try decodedGIF(delays: [10, 20, 10, 20, 10], loopCount: 0)
+        let timeline = image.animationTimeline
+        XCTAssertEqual(timeline.frameStartTimes, [0, 0.1, 0.3, 0.4, 0.6])
+        XCTAssertEqual(timeline.frameDurations, [0.1, 0.2, 0.1, 0.2, 0.1])
+        XCTAssertEqual(timeline.loopDuration, 0.7)
+        XCTAssertEqual(image.duration, 0.7)
+        XCTAssertEqual(image.frameIndex(at: 0.3), 2)
+        assertFramesStartExactly(image, at: [0, 0.1, 0.3, 0.4, 0.6], nextLoop: 0.7)
+        assertFramesStartExactly(image, at: [0.7, 0.8, 1.0, 1.1, 1.3], nextLoop: 1.4, "the second loop")
+        assertFramesStartExactly(image, at: [70, 70.1, 70.3, 70.4, 70.6], nextLoop: 70.7, "the 101st loop")
+
+        // Three plays: the last frame of the third stays up.
+        let thrice = try decodedGIF(delays: [10, 20, 10, 20, 10], loopCount: 2)
+        XCTAssertEqual(thrice.animationTimeline.totalDuration, 2.1)
+        assertFramesStartExactly(thrice, at: [1.4, 1.5, 1.7, 1.8, 2.0], nextLoop: nil, "the third play")
+        XCTAssertEqual(thrice.frameIndex(at: 2.1), 4)
+
+        // Stored on disk (a processed animation) and read back: the same times.
+        let stored = try StoredImage.encode(image, encoding: .automatic)
+        let restored = try XCTUnwrap(StoredImage.decode(stored, decoders: .default))
+        XCTAssertEqual(restored.animationTimeline, timeline)
+    }
+
+    /// At each of `starts` (one play's frame start times) exactly, that
+    /// frame; just before it, the frame before; and the next change after
+    /// each start is exactly the next start (`nextLoop`: the next play's
+    /// first, nil when the last frame stays up).
+    private func assertFramesStartExactly(
+        _ image: Image, at starts: [Double], nextLoop: Double?, _ message: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let timeline = image.animationTimeline
+        for (frame, start) in starts.enumerated() {
+            XCTAssertEqual(image.frameIndex(at: start), frame, "at \(start) \(message)", file: file, line: line)
+            let before = frame == 0 ? starts.count - 1 : frame - 1
+            if start > 0 {
+                XCTAssertEqual(
+                    image.frameIndex(at: start.nextDown), before, "just before \(start) \(message)", file: file, line: line)
+            }
+            let next = frame + 1 < starts.count ? starts[frame + 1] : nextLoop
+            XCTAssertEqual(timeline.nextFrameChange(after: start), next, "after \(start) \(message)", file: file, line: line)
+        }
     }
 
     /// The NETSCAPE2.0 loop count through the decoder: none plays once, 0

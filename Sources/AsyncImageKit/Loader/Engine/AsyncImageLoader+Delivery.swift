@@ -26,7 +26,13 @@ extension AsyncImageLoader {
             if record.isPrefetch { effects.append { completion(response) } }
             markDelivered(record, outcome, &state, &effects)
             let callbacks = record.takeCallbacks()
-            effects.append { withExtendedLifetime(callbacks) {} }
+            defer {
+                // Once the caller has its outcome (and after the effects below).
+                effects.append {
+                    callbacks.afterDelivery?()
+                    withExtendedLifetime(callbacks) {}
+                }
+            }
             guard !record.isPrefetch else { return }
             let post = notification(for: record, outcome, heldIn, target: nil, &state)
             let queue = state.deliveryQueue
@@ -54,7 +60,8 @@ extension AsyncImageLoader {
     }
 
     /// On the delivery queue: the notification, then the action, unless
-    /// cancelled meanwhile or the target is gone.
+    /// cancelled meanwhile or the target is gone; then what was to follow
+    /// the delivery (``LoadRequest/afterDelivery``).
     private func deliver(
         _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ cache: (any ImageCaching)?, watched: Bool
     ) {
@@ -82,11 +89,15 @@ extension AsyncImageLoader {
             case .failure(let error): ready.callbacks.failure?.handler(ready.target, error, url)
             }
         }
+        // Only now, with the notification posted and the action run: a
+        // sequence's next member starts here.
+        ready.callbacks.afterDelivery?()
         withExtendedLifetime(ready) {}
     }
 
     /// Ends `record` delivered: the lane's earlier requests are superseded,
-    /// a sequence goes on, freed slots are refilled.
+    /// a sequence is told (it goes on after the delivery has run), freed
+    /// slots are refilled.
     private func markDelivered(
         _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ state: inout LoaderState,
         _ effects: inout Effects

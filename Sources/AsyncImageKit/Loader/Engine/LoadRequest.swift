@@ -34,8 +34,12 @@ final class LoadRequest: @unchecked Sendable {
     /// Made by an ``ImagePrefetcher``: its transfers are capped while visible requests wait.
     let isPrefetch: Bool
     /// Told (under the lock) when the request ends, delivered or not: how a
-    /// sequence starts its next member.
+    /// sequence learns that its member ended.
     var onEnd: ((LoadRequest, inout LoaderState, inout Effects) -> Void)?
+    /// Run once its delivery has run (on the delivery queue, after its
+    /// notification and action): how a sequence starts its next member only
+    /// after the one before it was delivered. Set under the lock, by `onEnd`.
+    var afterDelivery: (@Sendable () -> Void)?
 
     var state = State.pending
     /// The job loading it; nil once its outcome is scheduled for delivery.
@@ -141,17 +145,18 @@ final class LoadRequest: @unchecked Sendable {
         let completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)?
         let propertyHandlers: [@Sendable (ImageFileProperties) -> Void]
         let previewHandlers: [@Sendable (Image) -> Void]
+        let afterDelivery: (@Sendable () -> Void)?
     }
 
     func takeCallbacks() -> Callbacks {
         defer {
-            (success, failure, onCancelled, completion) = (nil, nil, nil, nil)
+            (success, failure, onCancelled, completion, afterDelivery) = (nil, nil, nil, nil, nil)
             propertyHandlers = []
             previewHandlers = []
         }
         return Callbacks(
             success: success, failure: failure, onCancelled: onCancelled, completion: completion,
-            propertyHandlers: propertyHandlers, previewHandlers: previewHandlers)
+            propertyHandlers: propertyHandlers, previewHandlers: previewHandlers, afterDelivery: afterDelivery)
     }
 
     /// Whether it was made with a target that has since been deallocated (a
