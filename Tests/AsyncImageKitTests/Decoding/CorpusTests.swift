@@ -2,7 +2,7 @@ import AsyncImageKit
 import Foundation
 import XCTest
 
-/// Every file of the shared corpus decodes (or fails) as its manifest says.
+/// Every file of the test corpus (Resources/corpus) decodes (or fails) as its manifest says.
 final class CorpusTests: XCTestCase {
     func testEveryManifestEntry() throws {
         let corpus = try Corpus.load()

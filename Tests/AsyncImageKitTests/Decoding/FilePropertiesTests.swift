@@ -403,14 +403,15 @@ final class FilePropertiesTests: XCTestCase {
             let entry = try XCTUnwrap(corpus.entries.first { $0.path == path }, path)
             return try XCTUnwrap(ImageFileProperties(data: try corpus.data(entry)), path)
         }
-        XCTAssertTrue(try properties("valid/jpeg/jpg-srgb-icc.jpg").hasICCProfile)
+        XCTAssertTrue(try properties("valid/jpeg/gen-gray-1x1-icc.jpg").hasICCProfile)
         XCTAssertTrue(try properties("valid/jpeg/icc_chunk_order.jpeg").hasICCProfile)
         XCTAssertFalse(try properties("valid/jpeg/testorig.jpg").hasICCProfile)
         XCTAssertTrue(try properties("valid/png/broken_iccp.png").hasICCProfile)
         XCTAssertEqual(try properties("valid/png/basic_f20.png").animatedPNGFrameCount, 20)
         XCTAssertEqual(try properties("valid/jpeg/testimgari.jpg").jpeg?.isArithmeticCoded, true)
-        XCTAssertEqual(try properties("valid/jpeg/jpg-cmyk-1.jpg").colorType, .cmyk)
-        XCTAssertEqual(try properties("valid/jpeg/itu-t83-A1.jpg").colorType, .cmyk)
+        XCTAssertEqual(try properties("valid/jpeg/gen-cmyk-adobe-32x32.jpg").colorType, .cmyk)
+        // Four components and no Adobe marker: libjpeg reads CMYK.
+        XCTAssertEqual(try properties("valid/jpeg/gen-4-components-baseline-restarts.jpg").colorType, .cmyk)
         XCTAssertEqual(try properties("valid/jpeg/testorig.jpg").colorType, .ycbcr)
         XCTAssertEqual(try properties("valid/gif/animated_loop.gif").loopCount, 0)
         XCTAssertEqual(try properties("valid/gif/fire.gif").isInterlaced, true)

@@ -7,7 +7,7 @@ import XCTest
 /// ``PNGEncoder``.
 ///
 /// Under CI (`CI=true`) a missing tool fails the test; elsewhere the test is
-/// skipped with a message (as for the shared corpus, see ``Corpus``).
+/// skipped with a message.
 struct WebPTools {
     /// A folder of its own for the files of one test, removed by ``remove()``.
     let folder: URL
