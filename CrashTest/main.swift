@@ -1,6 +1,6 @@
 // asyncimage-crashtest: the disk cache's crash test (see CrashSafety).
 //
-//   asyncimage-crashtest run [--kills N] [--seed S] [--folder DIR]
+//   asyncimage-crashtest run [--kills N] [--seed S] [--folder DIR] [--verbose]
 //       starts a writer process (this program, `writer`), kills it with
 //       SIGKILL at a random moment, checks the folder as the next start
 //       would, N times (default 500); exits 1 if any check found a mixed or
@@ -28,6 +28,7 @@ case "writer":
     try CrashSafety.runWriter(folder: URL(fileURLWithPath: arguments[1]), seed: seed, seconds: seconds)
 case "run":
     let kills = value("--kills").flatMap { Int($0) } ?? 500
+    let verbose = arguments.contains("--verbose")
     let seed = value("--seed").flatMap { UInt64($0) } ?? UInt64(Date().timeIntervalSince1970)
     let folder = URL(
         fileURLWithPath: value("--folder") ?? NSTemporaryDirectory() + "asyncimage-crashtest-\(getpid())")
@@ -44,7 +45,7 @@ case "run":
         try process.run()
         return process
     } log: { line in
-        if line.hasPrefix("kill ") && !line.contains(" 0 mismatches, 0 temporary") { print(line) }
+        if verbose || (line.hasPrefix("kill ") && !line.contains(" 0 mismatches, 0 temporary")) { print(line) }
     }
     let total = result.total
     print(

@@ -16,8 +16,9 @@ import LoopbackHTTP
 public enum CrashSafety {
     /// The URLs the writer loads, and the versions each can have.
     public static let urlCount = 16
-    /// The size limit the writer's cache runs under: small, so it trims often.
-    public static let sizeLimit = 400_000
+    /// The size limit the writer's cache runs under: about 16 bodies and
+    /// their thumbnails, so that it trims all the time.
+    public static let sizeLimit = 60_000
     /// The display size of the thumbnails it stores.
     public static let thumbnail = PixelSize(width: 24, height: 24)
 
