@@ -45,15 +45,18 @@ case "run":
         try process.run()
         return process
     } log: { line in
-        if verbose || (line.hasPrefix("kill ") && !line.contains(" 0 mismatches, 0 temporary")) { print(line) }
+        if verbose || (line.hasPrefix("kill ") && !(line.contains(" 0 mismatches,") && line.contains(", 0 left,"))) {
+            print(line)
+        }
     }
     let total = result.total
     print(
         String(
             format: "%d kills in %.0f s: %d stored responses, %d bodies and %d thumbnails read back and checked; "
-                + "%d mismatched or corrupt, %d temporary files left, %d checks failed",
+                + "%d mismatched or corrupt; %d kills landed mid-write (a temporary file left), %d temporary files "
+                + "left after the next start; %d checks failed",
             result.kills, Date().timeIntervalSince(started), total.responses, total.bodies, total.thumbnails,
-            total.mismatches.count, total.leftovers, result.failures.count))
+            total.mismatches.count, total.killedMidWrite, total.leftovers, result.failures.count))
     for failure in result.failures.prefix(10) { print("  " + failure) }
     try? FileManager.default.removeItem(at: folder)
     exit(result.failures.isEmpty ? 0 : 1)

@@ -115,6 +115,8 @@ public enum CrashSafety {
         /// Parts that were not their headers entry's version (a mix) or not
         /// an image: must stay 0.
         public var mismatches: [String] = []
+        /// Temporary files the killed writer left (before the start-up clean-up).
+        public var killedMidWrite = 0
         /// Temporary files left after the start-up clean-up: must stay 0.
         public var leftovers = 0
         /// The ledger's totals against the folder's after the start-up
@@ -130,7 +132,7 @@ public enum CrashSafety {
 
         public var description: String {
             "\(responses) responses, \(bodies) bodies, \(thumbnails) thumbnails checked; \(mismatches.count) mismatches, "
-                + "\(leftovers) temporary files left, ledger \(ledger.size) B / \(ledger.count) against the folder's "
+                + "\(killedMidWrite) temporary files found, \(leftovers) left, ledger \(ledger.size) B / \(ledger.count) against the folder's "
                 + "\(folder.size) B / \(folder.count)"
         }
     }
@@ -139,9 +141,11 @@ public enum CrashSafety {
     /// rebuild of the totals and clean-up of a killed writer's temporary
     /// files), then reads every stored response and its parts.
     public static func check(folder: URL) throws -> Report {
+        let found = scan(folder.appendingPathComponent("AsyncImageKit.v1")).temporary
         let disk = try DataCache(directory: folder, limits: .init(sizeLimit: sizeLimit))
         disk.flush()  // the start-up rebuild
         var report = Report()
+        report.killedMidWrite = found
         let store = ImageDiskStore(cache: disk)
         let processing = ImageRequest(url: URL(string: "http://127.0.0.1/0.png")!, targetSize: thumbnail).cacheKey.processing
         for index in 0..<urlCount {
@@ -231,6 +235,7 @@ public enum CrashSafety {
             total.thumbnails += report.thumbnails
             total.mismatches += report.mismatches
             total.leftovers += report.leftovers
+            total.killedMidWrite += report.killedMidWrite
         }
         return (done, total, failures)
     }
