@@ -10,14 +10,13 @@ public struct ImageDecoder: Sendable {
     /// Creates a decoder for PNG, JPEG, GIF and WebP.
     public init() {}
 
-    /// The built-in decoder for a format.
+    /// The built-in decoder for a format (``ImageDecoderRegistry/default``'s:
+    /// the one list of built-in decoders).
     public func decoder(for format: ImageFormat) -> any ImageDecoding {
-        switch format {
-        case .png: return PNGDecoder()
-        case .jpeg: return JPEGDecoder()
-        case .gif: return GIFDecoder()
-        case .webp: return WebPDecoder()
+        guard let decoder = ImageDecoderRegistry.default.decoder(for: format) else {
+            preconditionFailure("no built-in decoder for \(format)")
         }
+        return decoder
     }
 
     /// Sniffs and decodes `data` completely.

@@ -24,8 +24,9 @@ import Logging
 ///      ▼                                                               │
 ///  transfer queue (TransferQueue): priority, then LIFO by lane;        │
 ///      ▼          concurrentLoads slots; prefetch cap                  │
-///  disk stage (+Disk, ImageDiskStore): headers entry, then stored      │
-///      ▼          thumbnails or the body; fresh, stale, or a miss      │
+///  HTTP cache (+Disk, HTTPCache: HTTPCachePolicy's RFC 9111 rules     │
+///      ▼          over ImageDiskStore): the stored response, then its  │
+///      ▼          thumbnails or body; fresh, stale, or a miss          │
 ///  network (+Network, DataLoading): validators, Range, header probe, ──┼─┐
 ///      ▼          progressive previews, an early end at the DC scans   │ │
 ///  decode scheduler: one decoder per core, most urgent body first;     │ │

@@ -17,8 +17,7 @@ extension AsyncImageLoader {
             }
             let job = state.awaitingDecoder.remove(at: best)
             guard case .awaitingDecoder(let data) = job.phase else { continue }
-            state.inFlight -= 1
-            state.holding[ObjectIdentifier(job)] = nil
+            releaseSlot(of: job, &state)
             state.decoding += 1
             guard let next = job.nextDecode() else {
                 job.phase = .decoding(data, key: nil)

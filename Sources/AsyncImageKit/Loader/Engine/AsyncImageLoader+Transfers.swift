@@ -171,13 +171,18 @@ extension AsyncImageLoader {
         }
     }
 
+    /// The one place a transfer slot is given back: when its job's body
+    /// goes to a decoder, or the job ends while loading or waiting for one.
+    func releaseSlot(of job: LoadJob, _ state: inout LoaderState) {
+        state.inFlight -= 1
+        state.holding[ObjectIdentifier(job)] = nil
+    }
+
     /// Releases a job's slot (if it held one) and forgets it. The job, and
     /// what its phase held (a transfer task, a body), are released after the lock.
     func finish(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         switch job.phase {
-        case .loading, .awaitingDecoder:
-            state.inFlight -= 1
-            state.holding[ObjectIdentifier(job)] = nil
+        case .loading, .awaitingDecoder: releaseSlot(of: job, &state)
         case .queued, .decoding, .finished: break
         }
         let phase = job.phase
