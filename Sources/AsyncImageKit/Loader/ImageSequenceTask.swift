@@ -88,18 +88,20 @@ public final class ImageSequenceTask: @unchecked Sendable {
         }
         var start = index
         var hit: Image?
+        var refusal: AsyncImageError?
         for member in stride(from: requests.count - 1, through: index, by: -1) {
-            if let image = cache?.image(for: requests[member].cacheKey), loader.refusal(for: requests[member]) == nil {
+            let found = loader.lookUp(requests[member], in: cache)
+            if let image = found.hit {
                 (start, hit) = (member, image)
                 break
             }
+            if member == index { refusal = found.refusal }
         }
         let object = target?.object
         if target != nil && object == nil {
             loader.state.withLock { _ in ended = true }  // the target is gone
             return
         }
-        let refusal = loader.refusal(for: requests[start])
         let record = LoadRequest(
             request: requests[start], target: object, success: success, failure: failure, cache: cache)
         loader.mutate { state, effects in

@@ -11,12 +11,9 @@ extension AsyncImageLoader {
         isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
         completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
-        // The cache and the URL policy are asked outside the loader's lock
-        // (they may be anyone's code); a refused URL is not served from the cache either.
-        let (cache, deliveryQueue, urlPolicy) = state.withLock { ($0.cache, $0.deliveryQueue, $0.urlPolicy) }
-        let refusal = urlPolicy.refusal(for: request.url).map { AsyncImageError.refused(request.url, reason: $0) }
+        let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
+        let (hit, refusal) = lookUp(request, in: cache)
         let policy = request.cachePolicy
-        let hit = refusal != nil || policy.contains(.skipMemoryReads) ? nil : cache?.image(for: request.cacheKey)
         let record = LoadRequest(
             request: request, target: target, success: success, failure: failure,
             cache: policy.contains(.skipMemoryWrites) ? nil : cache,
@@ -30,6 +27,17 @@ extension AsyncImageLoader {
             self.pump(&state, &effects)
         }
         return record
+    }
+
+    /// The one memory-cache lookup of a request about to be made (outside
+    /// the loader's lock: the cache and the URL policy may be anyone's
+    /// code): why the URL policy refuses it, or else its image in `cache`,
+    /// unless it skips memory reads. A refused URL is never served from the
+    /// cache either.
+    func lookUp(_ request: ImageRequest, in cache: (any ImageCaching)?) -> (hit: Image?, refusal: AsyncImageError?) {
+        if let refusal = refusal(for: request) { return (nil, refusal) }
+        guard !request.cachePolicy.contains(.skipMemoryReads) else { return (nil, nil) }
+        return (cache?.image(for: request.cacheKey), nil)
     }
 
     /// Why the loader's URL policy refuses `request`, or nil (outside the
