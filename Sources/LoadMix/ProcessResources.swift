@@ -45,6 +45,13 @@ public enum ProcessResources {
         dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
     }
 
+    /// Whether this process runs under AddressSanitizer, whose quarantine
+    /// holds freed memory (up to 256 MB) and so grows the RSS by itself:
+    /// there LeakSanitizer, not the RSS, says whether memory leaks.
+    public static var isAddressSanitized: Bool {
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+    }
+
     /// A snapshot of descriptors and RSS.
     public static func snapshot() -> Snapshot {
         Snapshot(descriptors: openDescriptors, residentBytes: residentBytes)
