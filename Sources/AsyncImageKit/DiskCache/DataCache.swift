@@ -172,12 +172,13 @@ public final class DataCache: @unchecked Sendable {
     /// - Throws: ``AsyncImageError/diskCache(path:message:)`` when the entry
     ///   cannot be written (the cache is unchanged).
     public func store(_ data: Data, for key: String, metadata: DataCacheMetadata = DataCacheMetadata()) throws(AsyncImageError) {
-        _ = try store(data, for: key, metadata: metadata) { _ in (true, []) }
+        _ = try store(data, for: key, metadata: metadata, commit: nil)
     }
 
     /// Stores `data` for `key` if `commit`, shown the metadata of the entry
     /// it would replace (nil: none), says so; then removes the entries whose
-    /// keys `commit` names. The look, the replacement and the removals
+    /// keys `commit` names. Without `commit` it stores unconditionally, and
+    /// the replaced entry is not read. The look, the replacement and the removals
     /// happen under the folder's lock, as one step for every writer of every
     /// process: how a loader makes a response's parts visible together and
     /// never over a newer response (see ``ImageDiskStore``). Returns whether
@@ -189,7 +190,7 @@ public final class DataCache: @unchecked Sendable {
     /// at that moment (their temporary files).
     package func store(
         _ data: Data, for key: String, metadata: DataCacheMetadata,
-        commit: (_ replaced: DataCacheMetadata?) -> (store: Bool, remove: [String])
+        commit: ((_ replaced: DataCacheMetadata?) -> (store: Bool, remove: [String]))?
     ) throws(AsyncImageError) -> Bool {
         var metadata = metadata
         metadata.key = key
@@ -215,8 +216,9 @@ public final class DataCache: @unchecked Sendable {
             throw .diskCache(path: temporary, message: "\(error)")
         }
         let outcome = exclusively { ledger -> (stored: Bool, count: Int, renameError: Int32?) in
-            let replaced = Self.metadata(at: path, key: key)
-            let decision = commit(replaced)
+            // The replaced entry is read only for a caller that decides on it
+            // (a headers entry: small).
+            let decision = commit.map { $0(Self.metadata(at: path, key: key)) } ?? (store: true, remove: [])
             guard decision.store else {
                 unlink(temporary)
                 return (false, ledger.count, nil)

@@ -76,6 +76,12 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         return explicit || Self.heuristicallyCacheable.contains(status)
     }
 
+    /// Whether a response may be kept in no cache at all, the memory cache
+    /// included (`no-store`, RFC 9111 §5.2.2.5).
+    static func forbidsStorage(_ responseHeaders: [String: String]) -> Bool {
+        HTTPFieldParsing.directives(responseHeaders["cache-control"])["no-store"] != nil
+    }
+
     /// What to store for a response: its status, its headers but the
     /// hop-by-hop ones (and those its `Connection` names), the request
     /// headers its `Vary` names (normalised), and when it was asked for and
@@ -191,7 +197,9 @@ public struct HTTPCachePolicy: Sendable, Hashable {
 
     /// Whether the response forbids serving it stale, for any reason:
     /// `must-revalidate`, `no-cache`, and for a shared cache
-    /// `proxy-revalidate` and `s-maxage` (RFC 9111 §4.2.4, §5.2.2).
+    /// `proxy-revalidate` and `s-maxage` (RFC 9111 §4.2.4, §5.2.2). Otherwise
+    /// a caller that is offline, or shows stale content while it
+    /// revalidates (the loader's own choices), may serve it stale.
     func forbidsStale(_ head: StoredHTTPHead) -> Bool {
         forbidsStale(HTTPFieldParsing.directives(head.headers["cache-control"]))
     }
@@ -223,13 +231,6 @@ public struct HTTPCachePolicy: Sendable, Hashable {
             return value.isEmpty || HTTPFieldParsing.deltaSeconds(value).map { staleness <= $0 } == true
         }
         return false
-    }
-
-    /// Whether a stale stored response may be served because the caller is
-    /// offline or shows stale content while revalidating (the loader's own
-    /// choices): whenever the response does not forbid stale.
-    func mayServeStale(_ head: StoredHTTPHead) -> Bool {
-        !forbidsStale(head)
     }
 
     // MARK: Validation

@@ -188,16 +188,4 @@ enum HTTPFieldParsing {
         guard pieces.count == 3, pieces.allSatisfy({ $0.count == 2 }) else { return [] }
         return pieces.compactMap { Int($0) }
     }
-
-    /// An IMF-fixdate for `seconds` since 1970.
-    static func imfFixdate(_ seconds: Double) -> String {
-        var fields = tm()
-        var time = time_t(seconds)
-        gmtime_r(&time, &fields)
-        let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return
-            "\(dayNames[Int(fields.tm_wday)]), \(two(fields.tm_mday)) \(monthNames[Int(fields.tm_mon)]) \(fields.tm_year + 1900) \(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec)) GMT"
-    }
 }

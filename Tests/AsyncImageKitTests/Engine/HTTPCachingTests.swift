@@ -120,6 +120,32 @@ final class HTTPCachingTests: XCTestCase {
             "keyed by the URL: request headers count through Vary alone")
     }
 
+    /// RFC 9111 §5.2.2.5: a `no-store` response is kept in no cache, the
+    /// memory cache included; one without it stays in memory.
+    func testNoStoreIsKeptInNoCacheAtAll() async throws {
+        let h = try LoaderHarness()
+        let disk = try DataCache(directory: folder)
+        h.server.respond("/kept.png") { connection in
+            connection.respond(status: 200, headers: [("Cache-Control", "max-age=60")], body: Self.png(7))
+        }
+        h.server.respond("/nostore-memory.png") { connection in
+            connection.respond(status: 200, headers: [("Cache-Control", "no-store")], body: Self.png(8))
+        }
+        let loader = AsyncImageLoader(
+            configuration: .init(cache: ImageCache(), deliveryQueue: h.queue, notificationCenter: h.center, diskCache: disk))
+        let (kept, noStore) = (h.server.url(path: "/kept.png"), h.server.url(path: "/nostore-memory.png"))
+        for _ in 0..<2 {
+            _ = try await loader.response(for: ImageRequest(url: kept))
+            _ = try await loader.response(for: ImageRequest(url: noStore))
+        }
+        let again = try await loader.response(for: ImageRequest(url: kept))
+        XCTAssertEqual(again.source, .memoryCache)
+        XCTAssertEqual(h.server.requestCount(kept), 1)
+        XCTAssertEqual(h.server.requestCount(noStore), 2, "no-store: asked again, not kept in memory")
+        loader.flushDiskWrites()
+        XCTAssertFalse(disk.contains(noStore.absoluteString), "nor on disk")
+    }
+
     /// Offline, a stale entry is better than nothing.
     func testOfflineServesStaleEntries() throws {
         let h = try LoaderHarness()

@@ -50,7 +50,7 @@ extension AsyncImageLoader {
         else { return .miss }
         let reuse = cache.policy.reuse(entry.head, requestHeaders: requestHeaders, now: now)
         let isFresh = reuse == .fresh
-        let mayBeStale = cache.policy.mayServeStale(entry.head)
+        let mayBeStale = !cache.policy.forbidsStale(entry.head)
         let usableNow = isFresh || reuse == .staleAllowed || ((offline || acceptStale) && mayBeStale)
         guard usableNow || (!offline && reuse != .unusable) else { return .miss }
         let generation = entry.generation

@@ -155,6 +155,7 @@ extension AsyncImageLoader {
                 job.contentType = response.contentType
                 job.statusCode = response.statusCode
                 job.responseHeaders = response.headers
+                job.forbidsStorage = HTTPCachePolicy.forbidsStorage(response.headers)
                 job.finalURL = response.finalURL
                 self.report(.transferred(bytes: response.data.count), job.orderedRequests, &state, &effects)
                 job.phase = .awaitingDecoder(response.data)

@@ -107,10 +107,9 @@ final class LoadJob: @unchecked Sendable {
     /// body may be stored (RFC 9111).
     var statusCode = 0
     var responseHeaders: [String: String] = [:]
-    /// Whether its response said `no-store`: kept in no cache at all.
-    var forbidsStorage: Bool {
-        HTTPFieldParsing.directives(responseHeaders["cache-control"])["no-store"] != nil
-    }
+    /// Whether its response said `no-store`: kept in no cache at all (read
+    /// once, when the response arrives).
+    var forbidsStorage = false
     /// Where the body came from, after redirects.
     var finalURL: URL?
     /// What the file says about itself, once its header was read.
