@@ -9,7 +9,9 @@ extension AsyncImageLoader {
     public func hasCachedImage(for request: ImageRequest) -> Bool {
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
-        if !policy.contains(.skipMemoryReads), cache?.image(for: request.cacheKey) != nil { return true }
+        let (hit, refusal) = lookUp(request, in: cache)
+        guard refusal == nil else { return false }
+        if hit != nil { return true }
         guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return false }
         return ImageDiskStore(cache: disk).contains(
             LoadRequest.diskKey(for: request), processing: request.cacheKey.processing)
@@ -23,11 +25,11 @@ extension AsyncImageLoader {
     public func cachedImage(for request: ImageRequest) -> Image? {
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
-        if !policy.contains(.skipMemoryReads), let image = cache?.image(for: request.cacheKey),
-            request.options.limitFailure(for: image) == nil
-        {
-            return image
-        }
+        // The memory lookup a load makes (a URL the policy refuses is not
+        // served from the caches either), then the disk's.
+        let (hit, refusal) = lookUp(request, in: cache)
+        guard refusal == nil else { return nil }
+        if let hit, request.options.limitFailure(for: hit) == nil { return hit }
         guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return nil }
         // The processed image if one is stored (no decode of the original),
         // else the body, decoded here.
@@ -37,10 +39,11 @@ extension AsyncImageLoader {
         let store = httpCache.store
         let key = LoadRequest.diskKey(for: request)
         let processing = request.cacheKey.processing
+        let rules = StaleRules(offline: true, servesWhileRevalidating: false, servesOnError: false)
         guard
-            case .usable(let stored, _) = Self.readStored(
-                httpCache, key: key, requestHeaders: request.headers, processings: [], needsFullSize: false, offline: true,
-                acceptStale: false, now: Date().timeIntervalSince1970)
+            case .usable(let stored, _) = httpCache.lookUp(
+                key, requestHeaders: request.headers, processings: [], needsFullSize: false, rules: rules,
+                now: Date().timeIntervalSince1970)
         else { return nil }
         let generation = stored.entry.generation
         var image: Image?

@@ -41,56 +41,37 @@ extension AsyncImageLoader {
 extension AsyncImageLoader {
     /// Cancels requests for `url` on `target` with `action` (matched by name).
     public func cancelLoading(url: URL, target: AnyObject, action: ImageAction) {
-        let name = url.absoluteString
-        cancel { state, keep in
-            // Whichever index is smaller: the URL's requests or the lane's
-            // (none: the target has nothing pending with this action).
-            guard let lane = state.targets.lane(of: target, action: action.name, &keep) else { return [] }
-            let forURL = state.byURL[name] ?? RequestSet()
-            if lane.live < forURL.count {
-                return lane.pending.filter { $0.urlKey == name }
-            }
-            return forURL.filter { $0.actionName == action.name && $0.targets(target, &keep) }
-        }
+        cancel { state, keep in state.requests.requests(url: url.absoluteString, of: target, action: action.name, &keep) }
     }
 
     /// Cancels requests for `url` on `target`, whatever their action.
     public func cancelLoading(url: URL, target: AnyObject) {
-        let name = url.absoluteString
-        cancel { state, keep in
-            // Whichever index is smaller: the URL's requests or the target's.
-            let forURL = state.byURL[name] ?? RequestSet()
-            if state.targets.pendingCount(of: target, &keep) < forURL.count {
-                return state.targets.lanes(of: target, &keep).flatMap(\.pending).filter { $0.urlKey == name }
-            }
-            return forURL.filter { $0.targets(target, &keep) }
-        }
+        cancel { state, keep in state.requests.requests(url: url.absoluteString, of: target, action: nil, &keep) }
     }
 
     /// Cancels every request for `url`, with or without a target.
     public func cancelLoading(url: URL) {
-        let name = url.absoluteString
-        cancel { state, _ in Array(state.byURL[name] ?? RequestSet()) }
+        cancel { state, keep in state.requests.requests(url: url.absoluteString, of: nil, action: nil, &keep) }
     }
 
     /// Cancels every request on `target` with `action` (matched by name).
     public func cancelLoadingImages(target: AnyObject, action: ImageAction) {
-        cancel { state, keep in state.targets.lane(of: target, action: action.name, &keep)?.pending ?? [] }
+        cancel { state, keep in state.requests.requests(url: nil, of: target, action: action.name, &keep) }
     }
 
     /// Cancels every request on `target`.
     public func cancelLoadingImages(target: AnyObject) {
-        cancel { state, keep in state.targets.lanes(of: target, &keep).flatMap(\.pending) }
+        cancel { state, keep in state.requests.requests(url: nil, of: target, action: nil, &keep) }
     }
 
     /// The most recent URL set for `target` and `action` that has not yet been delivered or cancelled.
     public func url(for target: AnyObject, action: ImageAction) -> URL? {
-        mutate { state, effects in state.targets.url(for: target, action: action.name, &effects.keep) }
+        mutate { state, effects in state.requests.targets.url(for: target, action: action.name, &effects.keep) }
     }
 
     /// The most recent URL set for `target` (any action) not yet delivered or cancelled.
     public func url(for target: AnyObject) -> URL? {
-        mutate { state, effects in state.targets.url(for: target, &effects.keep) }
+        mutate { state, effects in state.requests.targets.url(for: target, &effects.keep) }
     }
 
     /// Cancels the requests `select` finds (oldest first), then refills the slots.

@@ -120,41 +120,25 @@ public final class AsyncImageLoader: Sendable {
 
     /// A loader let go with requests still pending (only queued or
     /// transferring ones can be: decodes and deliveries keep it alive) ends
-    /// them cancelled, silently, and stops their transfers, which would
+    /// them cancelled, as any cancel does (silently, each with its
+    /// `.cancelled` event), and stops their transfers, which would
     /// otherwise run on with nobody to finish them.
     deinit {
-        let (old, tasks, callbacks) = state.withLock {
-            state -> (LoaderState, [TransferHandle], [LoadRequest.Callbacks]) in
-            let tasks = state.holding.values.compactMap { job -> TransferHandle? in
-                if case .loading(let handle) = job.phase { return handle }
-                return nil
+        let timer = mutate { state, effects -> DispatchSourceTimer? in
+            for record in state.requests.all.sorted(by: { $0.id < $1.id }) {
+                cancelRecord(record, &state, &effects)
             }
-            let records = state.byURL.values.flatMap { $0 }
-            let callbacks = records.map { record in
-                record.state = .cancelled
-                record.job = nil
-                record.lane = nil
-                record.onEnd = nil
-                return record.takeCallbacks()
+            // A job whose transfer's completion is still to come holds that
+            // transfer (whose completion holds the job): abandoned, the cycle is broken.
+            for job in state.jobs.removeAll() + state.slots.removeAll() {
+                job.abandon()
+                effects.keep.park(job)
             }
-            // A running job's transfer holds the job (its completion does):
-            // abandoned, the cycle is broken.
-            for job in state.jobs.values { job.abandon() }
-            for job in state.holding.values { job.abandon() }
-            // The tables are released after the lock, with `old`.
-            let old = state
-            state.byURL = [:]
-            state.jobs = [:]
-            state.holding = [:]
-            state.targets = TargetLanes()
-            state.queue = TransferQueue()
-            state.awaitingDecoder = []
-            state.sweepTimer = nil
-            return (old, tasks, callbacks)
+            state.decodes.removeAll()
+            defer { state.sweepTimer = nil }
+            return state.sweepTimer
         }
-        old.sweepTimer?.cancel()
-        tasks.forEach { $0.cancel() }
-        callbacks.forEach { $0.onCancelled?() }
+        timer?.cancel()
     }
 }
 
@@ -171,10 +155,10 @@ extension AsyncImageLoader {
     /// keeps its slot until a decoder takes its body, so bodies never pile up
     /// undecoded; decodes run one per core while the next transfers proceed.
     public var concurrentLoads: Int {
-        get { state.withLock { $0.concurrentLoads } }
+        get { state.withLock { $0.slots.concurrentLoads } }
         set {
             mutate { state, effects in
-                state.concurrentLoads = max(1, newValue)
+                state.slots.concurrentLoads = newValue
                 self.pump(&state, &effects)
             }
         }
@@ -204,10 +188,10 @@ extension AsyncImageLoader {
     /// The share of ``concurrentLoads`` that ``ImagePrefetcher`` transfers
     /// may hold while visible requests wait (see ``Configuration/prefetchShare``).
     public var prefetchShare: Double {
-        get { state.withLock { $0.prefetchShare } }
+        get { state.withLock { $0.slots.prefetchShare } }
         set {
             mutate { state, effects in
-                state.prefetchShare = newValue
+                state.slots.prefetchShare = newValue
                 self.pump(&state, &effects)
             }
         }
@@ -267,8 +251,9 @@ extension AsyncImageLoader {
     public var activity: LoaderActivity {
         state.withLock {
             LoaderActivity(
-                queued: $0.queue.count, inFlight: $0.inFlight, peakInFlight: $0.peakInFlight, decoding: $0.decoding,
-                pendingRequests: $0.pendingCount, delivered: $0.deliveredCount, cancelled: $0.cancelledCount)
+                queued: $0.slots.queue.count, inFlight: $0.slots.inFlight, peakInFlight: $0.slots.peakInFlight,
+                decoding: $0.decodes.running, pendingRequests: $0.requests.pendingCount,
+                delivered: $0.requests.deliveredCount, cancelled: $0.requests.cancelledCount)
         }
     }
 

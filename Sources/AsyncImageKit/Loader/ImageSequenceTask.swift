@@ -41,10 +41,14 @@ public final class ImageSequenceTask: @unchecked Sendable {
     private let success: ImageAction?
     private let failure: ImageFailureAction?
     private let cache: (any ImageCaching)?
-    // Guarded by the loader's lock.
-    private var current: LoadRequest?
-    private var ended = false
-    private var next = 0
+    /// Where the sequence is. Its own lock: taken under the loader's (a
+    /// member's end is told there), never the other way round.
+    private struct Progress {
+        var current: LoadRequest?
+        var ended = false
+        var next = 0
+    }
+    private let progress = Locked(Progress())
 
     init(
         loader: AsyncImageLoader, requests: [ImageRequest], target: AnyObject?, success: ImageAction?,
@@ -60,30 +64,30 @@ public final class ImageSequenceTask: @unchecked Sendable {
 
     /// Whether every member was delivered, or the sequence was cancelled.
     public var isFinished: Bool {
-        loader?.state.withLock { _ in ended } ?? true
+        progress.withLock { $0.ended }
     }
 
     /// The index of the member loading now (nil when finished).
     public var currentIndex: Int? {
-        loader?.state.withLock { _ in ended ? nil : next }
+        progress.withLock { $0.ended ? nil : $0.next }
     }
 
     /// Cancels the member under way and every later one.
     public func cancel() {
-        loader?.mutate { state, effects in
-            guard !self.ended else { return }
-            self.ended = true
-            if let current = self.current { self.loader?.cancelRecord(current, &state, &effects) }
-            self.current = nil
-            self.loader?.pump(&state, &effects)
+        let current = progress.withLock { progress -> LoadRequest? in
+            guard !progress.ended else { return nil }
+            progress.ended = true
+            defer { progress.current = nil }
+            return progress.current
         }
+        if let current { loader?.cancel(current) }
     }
 
     /// Starts the member at `index`, or the last cached one after it
     /// (the cache is asked outside the loader's lock).
     func advance(from index: Int) {
         guard let loader, index < requests.count else {
-            loader?.state.withLock { _ in ended = true }
+            progress.withLock { $0.ended = true }
             return
         }
         var start = index
@@ -99,29 +103,32 @@ public final class ImageSequenceTask: @unchecked Sendable {
         }
         let object = target?.object
         if target != nil && object == nil {
-            loader.state.withLock { _ in ended = true }  // the target is gone
+            progress.withLock { $0.ended = true }  // the target is gone
             return
         }
         let record = LoadRequest(
             request: requests[start], target: object, success: success, failure: failure, cache: cache)
-        loader.mutate { state, effects in
-            guard !self.ended else { return }
-            self.next = start
-            self.current = record
-            record.onEnd = { [self] record, _, _ in
-                self.current = nil
-                guard record.state == .delivered, start + 1 < self.requests.count else {
-                    self.ended = true
-                    return
+        // Told under the loader's lock when the member ends, delivered or not.
+        record.onEnd = { [self] record, _, _ in
+            let following = progress.withLock { progress -> Int? in
+                progress.current = nil
+                guard record.state == .delivered, start + 1 < self.requests.count, !progress.ended else {
+                    progress.ended = true
+                    return nil
                 }
-                self.next = start + 1
-                // Not at once: after this member's notification and action.
-                let following = start + 1
-                record.afterDelivery = { self.advance(from: following) }
+                progress.next = start + 1
+                return start + 1
             }
-            loader.add(record, object: object, hit: hit, refusal: refusal, &state, &effects)
-            loader.pump(&state, &effects)
+            // Not at once: after this member's notification and action.
+            if let following { record.afterDelivery = { self.advance(from: following) } }
         }
+        let proceed = progress.withLock { progress -> Bool in
+            guard !progress.ended else { return false }
+            (progress.next, progress.current) = (start, record)
+            return true
+        }
+        // A cancel from here on cancels `record`, made or not yet (then it never is).
+        if proceed { loader.submit(record, object: object, hit: hit, refusal: refusal) }
         withExtendedLifetime(object) {}
     }
 }

@@ -128,7 +128,7 @@ final class EngineEdgeCaseTests: XCTestCase {
         let task = h.load(1)
         h.load(2)
         for round in 0..<5000 { task.priority = round.isMultiple(of: 2) ? .high : .normal }
-        XCTAssertLessThan(h.loader.state.withLock { $0.queue.entryCount }, 200)
+        XCTAssertLessThan(h.loader.state.withLock { $0.slots.queue.entryCount }, 200)
         task.priority = .high
         h.transport.isSuspended = false
         wait(for: [h.transport.starts(3, self)], timeout: 10)

@@ -38,7 +38,7 @@ final class IndexTests: XCTestCase {
         XCTAssertNil(h.loader.url(for: cell, action: b))
         h.loader.cancelLoadingImages(target: cell, action: c)
         XCTAssertNil(h.loader.url(for: cell))
-        XCTAssertEqual(h.loader.state.withLock { $0.targets.targetCount }, 0, "no lanes left: the target is forgotten")
+        XCTAssertEqual(h.loader.state.withLock { $0.requests.targets.targetCount }, 0, "no lanes left: the target is forgotten")
         h.loader.loadImage(h.url(3), target: cell, action: c)
         XCTAssertEqual(h.loader.url(for: cell), h.url(3))
 
@@ -50,7 +50,7 @@ final class IndexTests: XCTestCase {
 
         h.loader.cancelLoadingImages(target: cell)
         XCTAssertNil(h.loader.url(for: cell))
-        XCTAssertEqual(h.loader.state.withLock { $0.targets.targetCount }, 0, "the target is forgotten")
+        XCTAssertEqual(h.loader.state.withLock { $0.requests.targets.targetCount }, 0, "the target is forgotten")
         XCTAssertEqual(h.loader.activity.pendingRequests, 1, "only the blocker is left")
         XCTAssertEqual(h.loader.activity.queued, 0)
     }

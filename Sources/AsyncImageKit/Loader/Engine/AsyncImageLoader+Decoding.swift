@@ -4,24 +4,18 @@ import Foundation
 /// first; each body decoded once per display size its requests ask for, and
 /// each result stored in its requests' caches before they are delivered.
 extension AsyncImageLoader {
-    /// Starts decodes while decoders are free: the waiting body of the
-    /// highest priority, the most recent among equals. Each start frees that
-    /// job's transfer slot.
+    /// Starts decodes while decoders are free, in the ``DecodeScheduler``'s
+    /// order. Each start frees that job's transfer slot.
     func startDecodes(_ state: inout LoaderState, _ effects: inout Effects) {
-        while state.decoding < state.decoders, !state.awaitingDecoder.isEmpty {
-            var best = state.awaitingDecoder.count - 1
-            var bestPriority = state.awaitingDecoder[best].priority
-            for index in state.awaitingDecoder.indices.reversed() {
-                let priority = state.awaitingDecoder[index].priority
-                if priority > bestPriority { (best, bestPriority) = (index, priority) }
+        while let job = state.decodes.next() {
+            guard case .awaitingDecoder(let data) = job.phase else {
+                state.decodes.finished()
+                continue
             }
-            let job = state.awaitingDecoder.remove(at: best)
-            guard case .awaitingDecoder(let data) = job.phase else { continue }
-            releaseSlot(of: job, &state)
-            state.decoding += 1
+            state.slots.release(of: job)
             guard let next = job.nextDecode() else {
                 job.phase = .decoding(data, key: nil)
-                state.decoding -= 1
+                state.decodes.finished()
                 finish(job, &state, &effects)
                 continue
             }
@@ -45,11 +39,10 @@ extension AsyncImageLoader {
         var properties: ImageFileProperties?? = state.withLock { _ in job.fileProperties.map { .some($0) } }
         while true {
             let url = job.url
-            let (storedImage, hasBody, processors, endedEarly) = state.withLock { _ in
-                (job.storedImages[key.processing], job.hasBody, job.processors[key] ?? [], job.earlyEnd != nil)
+            let (storedImage, hasBody, processors) = state.withLock { _ in
+                options = DCEarlyEnd.decodingOptions(options, for: job)
+                return (job.storedImages[key.processing], job.hasBody, job.processors[key] ?? [])
             }
-            // A body that ended at the DC coefficients ends before the file does.
-            options.isProgressivePreview = endedEarly
             // A stored processed image is read back instead of decoding the
             // body; one that does not read (a damaged payload) falls back to
             // the body, or, with none, sends its requests to a job that loads it.
@@ -149,7 +142,7 @@ extension AsyncImageLoader {
                     self.report(.decoding, job.requests(for: next.key), &state, &effects)
                     return next
                 }
-                state.decoding -= 1
+                state.decodes.finished()
                 self.finish(job, &state, &effects)
                 self.startDecodes(&state, &effects)
                 self.pump(&state, &effects)

@@ -6,6 +6,59 @@ import Logging
 /// (at once, on the loader's own thread). Delivering a request supersedes
 /// the earlier requests of its lane: the one place that rule is applied.
 extension AsyncImageLoader {
+    /// Under the lock: schedules the delivery of `outcome`, made by `job`, to
+    /// `record` (which has left the job), with where it came from. A stale
+    /// image shown while revalidating (``Staleness/revalidationFollows``)
+    /// brings a follow-up request on the same target and actions
+    /// (``ImageCachePolicy/returnStaleWhileRevalidating``), delivered only if
+    /// the image changed.
+    func deliver(
+        _ record: LoadRequest, from job: LoadJob, _ outcome: Result<Image, AsyncImageError>,
+        _ state: inout LoaderState, _ effects: inout Effects
+    ) {
+        record.source = job.bodyFromDisk ? .diskCache : .network
+        record.isStale = job.staleness.isStale
+        record.earlyEnd = job.earlyEnd
+        // Its HTTP response, as a cache returns it: from the network, or
+        // stored (with `Age`, and a confirming 304's headers merged in).
+        if job.statusCode != 0, let finalURL = job.finalURL, !job.url.isFileURL {
+            record.http = ImageResponse.HTTPInfo(
+                finalURL: finalURL, statusCode: job.statusCode, headers: job.responseHeaders,
+                isRevalidated: job.revalidated)
+        }
+        if record.deliversOnlyIfChanged, job.bodyFromDisk || outcome.isFailure {
+            // The image shown is still the server's (a 304), or there is
+            // nothing better to show: nothing more to deliver.
+            cancelRecord(record, &state, &effects)
+            return
+        }
+        if job.staleness.revalidationFollows, case .success = outcome,
+            record.request.cachePolicy.contains(.returnStaleWhileRevalidating), record.completion == nil,
+            !record.isPrefetch
+        {
+            followUp(record, &state, &effects)
+        }
+        scheduleDelivery(record, outcome, cache: record.cache, &state, &effects)
+    }
+
+    /// Queues the revalidation that follows `record`'s stale delivery: the
+    /// same request (past the memory cache, which holds the stale image),
+    /// target and actions, in the same lane, after it.
+    private func followUp(_ record: LoadRequest, _ state: inout LoaderState, _ effects: inout Effects) {
+        let object = record.target?.object
+        guard record.target == nil || object != nil else { return }
+        // Something newer was set on the target meanwhile: it wins, and no
+        // fresher copy of this image may come after it.
+        if state.requests.isSuperseded(record, &effects.keep) { return }
+        var request = record.request
+        request.cachePolicy.remove(.returnStaleWhileRevalidating)
+        request.cachePolicy.insert(.skipMemoryReads)
+        let next = LoadRequest(
+            request: request, target: object, success: record.success, failure: record.failure, cache: record.cache)
+        next.deliversOnlyIfChanged = true
+        add(next, object: object, hit: nil, &state, &effects)
+    }
+
     /// Schedules the delivery of `outcome` to `record` (whose job, if any,
     /// it has left). `cache`: where its image is held, for the notification.
     /// `inline`: deliver right after the lock, on the calling thread (a cache
@@ -103,13 +156,9 @@ extension AsyncImageLoader {
         _ effects: inout Effects
     ) {
         guard record.state == .pending else { return }
-        if let lane = record.lane, lane.key != nil {
-            // A delivered request supersedes every earlier one on this target and action.
-            for earlier in lane.pending(before: record) { cancelRecord(earlier, &state, &effects) }
-        }
-        record.state = .delivered
-        state.deliveredCount += 1
-        removePending(record, wasQueued: false, &state, &effects)
+        // A delivered request supersedes every earlier one on its target and action.
+        for earlier in state.requests.superseded(by: record) { cancelRecord(earlier, &state, &effects) }
+        end(record, as: .delivered, &state, &effects)
         if case .success = outcome {
             report(.delivered(success: true), [record], &state, &effects)
         } else {
@@ -205,3 +254,11 @@ extension AsyncImageLoader {
             """)
     }
 }
+
+extension Result {
+    var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
+    }
+}
+

@@ -13,9 +13,9 @@ struct TransferContext: Sendable {
     let readDisk: HTTPCache?
     /// The HTTP caching rules (what a `304` and a failure mean for a stale response).
     let policy: HTTPCachePolicy
-    /// The loader's own choice: a stale response may be served when the
-    /// server cannot be reached (unless the response forbids it).
-    let staleOnError: Bool
+    /// When a stale stored response may be served (offline, while
+    /// revalidating, when the server cannot be reached).
+    let rules: StaleRules
     /// How previews are decoded, when a request wants them.
     let previews: (options: DecodingOptions, processors: [any ImageProcessing])?
     /// Whether the transfer may end once a progressive JPEG's DC
@@ -159,9 +159,10 @@ extension AsyncImageLoader {
             // The server could not be reached to revalidate: the stale
             // response, marked stale, where the loader's policy and the
             // response allow it (never past `must-revalidate` or `no-cache`).
-            if let stale, case .failure(let error) = result, error.allowsStaleResponse, transfer.staleOnError,
-                transfer.policy.mayServeStaleOnError(
-                    stale.entry.head, requestHeaders: transfer.request.headers, now: responseTime, callerAllows: true)
+            if let stale, case .failure(let error) = result,
+                transfer.rules.servesStale(
+                    stale, after: error, policy: transfer.policy, requestHeaders: transfer.request.headers,
+                    now: responseTime)
             {
                 let logger = state.withLock { $0.logger }
                 logger.info(
@@ -269,5 +270,33 @@ extension AsyncImageLoader {
                 logger.warning("could not keep the partial body of \(url): \(error)")
             }
         }
+    }
+}
+
+/// The early end of a progressive JPEG's transfer at its DC coefficients (see ``DCEarlyEnd``).
+extension AsyncImageLoader {
+    /// The DC coefficients of `job`'s progressive JPEG are all in `prefix`:
+    /// if every request still decodes at 1/8 scale, the transfer ends here
+    /// (cancelled; what arrived is kept to resume) and the decode reads the
+    /// prefix. On the timer queue.
+    func endAtDC(_ job: LoadJob, _ handle: TransferHandle, _ prefix: Data, total: Int?, head: ResponseHead?) {
+        let proceed = mutate { state, effects -> Bool in
+            // Set under the lock: from here a request that needs more than the
+            // DC goes to a job of its own (`LoadJob.canServe`).
+            guard case .loading(let current) = job.phase, current === handle, DCEarlyEnd.mayEnd(job, head: head)
+            else { return false }
+            job.earlyEnd = ImageResponse.EarlyEnd(receivedBytes: prefix.count, totalBytes: total)
+            return true
+        }
+        guard proceed else { return }
+        // The task's completion, if it comes anyway, finds the job decoding and is dropped.
+        handle.cancel()
+        // The response's own status, headers and final URL: what may be
+        // stored (no-store, Vary) and its validators are the server's.
+        guard let head else { return }
+        let response = DataResponse(
+            url: job.url, finalURL: head.finalURL, statusCode: head.statusCode, contentType: head.headers["content-type"],
+            data: prefix, headers: head.headers)
+        transferFinished(job, handle, .success(response), endedEarly: true)
     }
 }

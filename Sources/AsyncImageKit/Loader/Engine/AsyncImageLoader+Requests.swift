@@ -29,6 +29,21 @@ extension AsyncImageLoader {
         return record
     }
 
+    /// Makes `record`, built elsewhere (a sequence's member), after its
+    /// memory lookup (``lookUp(_:in:)``): as `enqueue` does. A record
+    /// cancelled before this (``cancel(_:)``) is never made.
+    func submit(_ record: LoadRequest, object: AnyObject?, hit: Image?, refusal: AsyncImageError?) {
+        mutate { state, effects in
+            self.add(record, object: object, hit: hit, refusal: refusal, &state, &effects)
+            self.pump(&state, &effects)
+        }
+    }
+
+    /// Cancels one request (made or not yet), then refills the slots.
+    func cancel(_ record: LoadRequest) {
+        cancel { _, _ in [record] }
+    }
+
     /// The one memory-cache lookup of a request about to be made (outside
     /// the loader's lock: the cache and the URL policy may be anyone's
     /// code): why the URL policy refuses it, or else its image in `cache`,
@@ -55,19 +70,16 @@ extension AsyncImageLoader {
         _ record: LoadRequest, object: AnyObject?, hit: Image?, refusal: AsyncImageError? = nil, inline: Bool = false,
         _ state: inout LoaderState, _ effects: inout Effects
     ) {
-        state.nextID += 1
-        record.id = state.nextID
-        state.byURL[record.urlKey, default: RequestSet()].insert(record)
-        state.pendingCount += 1
-        state.nextStamp += 1
-        let (lane, stale) = state.targets.lane(for: record, object: object, stamp: state.nextStamp, &effects.keep)
+        // Cancelled before it was admitted (a sequence's member): never made.
+        guard record.state == .pending else { return }
+        let (lane, stale) = state.requests.admit(record, object: object, &effects.keep)
         defer {
             // Requests of a dead object whose address this target now has:
             // cancelled after this one joined, so a transfer they share with
             // it (a recycled cell asking again) goes on.
             for old in stale { cancelRecord(old, &state, &effects) }
             // Touched: its LIFO rank is now.
-            state.queue.refile(lane)
+            state.slots.refile(lane)
         }
         if let hit {
             record.source = .memoryCache
@@ -76,14 +88,14 @@ extension AsyncImageLoader {
             return
         }
         // Admission: one comparison (the count includes this request).
-        let full = state.pendingCount > max(0, state.maxPendingRequests)
+        let full = state.requests.pendingCount > max(0, state.maxPendingRequests)
         if let error = refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil) {
             let (logger, url) = (state.logger, record.request.url.absoluteString)
             effects.append { logger.info("request refused: \(error)", metadata: ["url": "\(url)"]) }
             scheduleDelivery(record, .failure(error), cache: nil, &state, &effects)
             return
         }
-        let job = self.job(for: record, &state)
+        let job = state.jobs.job(for: record)
         job.join(record, storage: record.request.diskStorage ?? state.diskStorage)
         record.fileProperties = job.fileProperties
         report(.queued, [record], &state, &effects)
@@ -106,30 +118,17 @@ extension AsyncImageLoader {
         }
     }
 
-    /// The job `record` joins: its URL's, unless that job had only stored
-    /// processed images and none of the record's size; then the job that
-    /// loads the body for such requests (made if needed).
-    func job(for record: LoadRequest, _ state: inout LoaderState) -> LoadJob {
-        if let existing = state.jobs[record.jobKey], existing.canServe(record) { return existing }
-        let usesStoredImages = state.jobs[record.jobKey] == nil
-        let key = usesStoredImages ? record.jobKey : LoadJob.bodyJobKey(record.jobKey)
-        if let existing = state.jobs[key] { return existing }
-        let job = LoadJob(for: record, usesStoredImages: usesStoredImages)
-        state.jobs[job.key] = job
-        return job
-    }
-
     /// Moves requests a job cannot serve (it turned out to have only stored
     /// processed images, none of their size) to the job that loads the
     /// body; they wait in the queue again.
     func moveUnservable(of job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         for record in job.orderedRequests where !job.canServe(record) {
             job.leave(record)
-            let next = self.job(for: record, &state)
+            let next = state.jobs.job(for: record)
             next.join(record, storage: record.request.diskStorage ?? state.diskStorage)
             if next.isQueued, let lane = record.lane {
                 lane.requeue(record)
-                state.queue.refile(lane)
+                state.slots.refile(lane)
             }
         }
     }
@@ -142,37 +141,25 @@ extension AsyncImageLoader {
                 lane.leaveQueue(record.priority)
                 lane.enterQueue(priority)
                 record.priority = priority
-                state.queue.refile(lane)
+                state.slots.refile(lane)
             } else {
                 record.priority = priority
             }
         }
     }
 
-    /// Forgets a request that ended (delivered or cancelled) in the indexes.
-    func removePending(_ record: LoadRequest, wasQueued: Bool, _ state: inout LoaderState, _ effects: inout Effects) {
-        // In place (a copy of the inner table would be copied on write).
-        let key = record.urlKey
-        if state.byURL[key]?.remove(record) == true, state.byURL[key]?.isEmpty == true {
-            state.byURL[key] = nil
-        }
-        state.pendingCount -= 1
-        if let lane = record.lane {
-            if wasQueued { lane.leaveQueue(record.priority) }
-            state.targets.ended(record, in: lane, &effects.keep)
-            state.queue.refile(lane)
-            record.lane = nil
-        }
+    /// Ends `record` `outcome` in the request table, and refiles its lane
+    /// (its rank may have changed): the one teardown of a request's indexes.
+    func end(_ record: LoadRequest, as outcome: LoadRequest.State, _ state: inout LoaderState, _ effects: inout Effects) {
+        if let lane = state.requests.end(record, as: outcome, &effects.keep) { state.slots.refile(lane) }
     }
 
     /// Marks a request cancelled and lets go of its job if nothing else needs it.
     func cancelRecord(_ record: LoadRequest, _ state: inout LoaderState, _ effects: inout Effects) {
         guard record.state == .pending else { return }
-        let wasQueued = record.isQueued
-        record.state = .cancelled
-        state.cancelledCount += 1
-        removePending(record, wasQueued: wasQueued, &state, &effects)
-        report(.cancelled, [record], &state, &effects)
+        let admitted = record.id != 0
+        end(record, as: .cancelled, &state, &effects)
+        if admitted { report(.cancelled, [record], &state, &effects) }
         effects.keep.park(record)  // its last release after the lock
         let callbacks = record.takeCallbacks()  // run, and released, after the lock
         effects.append { callbacks.onCancelled?() }
@@ -182,7 +169,12 @@ extension AsyncImageLoader {
         }
         guard let job = record.job else { return }
         job.leave(record)
-        guard job.requests.isEmpty else { return }
+        if job.requests.isEmpty { abandon(job, &state, &effects) }
+    }
+
+    /// `job` has no request left: it ends, and its transfer is stopped,
+    /// unless its decode runs already (the image is still cached).
+    private func abandon(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         switch job.phase {
         case .queued:
             finish(job, &state, &effects)
@@ -191,15 +183,15 @@ extension AsyncImageLoader {
             effects.append { logger.debug("cancelling the transfer of \(url): no request needs it any more") }
             if task.cancel() {
                 finish(job, &state, &effects)
-            } else if state.jobs[job.key] === job {
+            } else {
                 // Its completion is still to come (or the transfer is starting
                 // and is cancelled when its task arrives): it keeps its slot
                 // until then, and transferFinished frees it. No new request
                 // joins it: a later one starts a transfer of its own.
-                state.jobs[job.key] = nil
+                state.jobs.forget(job)
             }
         case .awaitingDecoder:
-            state.awaitingDecoder.removeAll { $0 === job }
+            state.decodes.remove(job)
             finish(job, &state, &effects)
         case .decoding, .finished:
             break  // the decode finishes and its image is cached; nobody is told

@@ -5,9 +5,7 @@ import Foundation
 extension AsyncImageLoader {
     /// Starts the best waiting lanes' next jobs while slots are free.
     func pump(_ state: inout LoaderState, _ effects: inout Effects) {
-        while state.inFlight < state.concurrentLoads {
-            let allowPrefetch = state.prefetchInFlight < state.prefetchCap || !state.queue.hasVisible
-            guard let lane = state.queue.pop(allowPrefetch: allowPrefetch) else { break }
+        while let lane = state.slots.nextLane() {
             guard let record = lane.nextQueued(), let job = record.job else {
                 // Not reachable: a filed lane has a queued request. Left unfiled
                 // rather than filed again, which would spin here.
@@ -20,7 +18,7 @@ extension AsyncImageLoader {
             }
             // Still queued: it has requests (a job left empty has finished).
             guard job.isQueued else {
-                state.queue.refile(lane)
+                state.slots.refile(lane)
                 continue
             }
             requests.removeAll { $0.state != .pending }
@@ -28,9 +26,9 @@ extension AsyncImageLoader {
             for waiting in requests {
                 guard let other = waiting.lane else { continue }
                 other.leaveQueue(waiting.priority)
-                state.queue.refile(other)
+                state.slots.refile(other)
             }
-            state.queue.refile(lane)
+            state.slots.refile(lane)
             report(.loading, requests, &state, &effects)
         }
         updateSweepTimer(&state)
@@ -40,9 +38,7 @@ extension AsyncImageLoader {
     /// modifier and the transport are called, after the lock (on the disk
     /// queue, and the transport's threads: they may be anyone's code).
     private func start(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
-        state.inFlight += 1
-        state.peakInFlight = max(state.peakInFlight, state.inFlight)
-        state.holding[ObjectIdentifier(job)] = job
+        state.slots.take(for: job)
         let handle = TransferHandle()
         job.phase = .loading(handle)
         let request = DataRequest(
@@ -53,15 +49,13 @@ extension AsyncImageLoader {
         job.httpCache = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
         let writeDisk = job.httpCache
-        // `file` URLs are local: never "not cached".
-        let offline = job.policy.contains(.skipNetwork) && !job.url.isFileURL
+        let rules = StaleRules(job.policy, isFileURL: job.url.isFileURL)
+        let offline = rules.offline
         let key = job.diskKey
-        let acceptStale = job.policy.contains(.returnStaleWhileRevalidating) && !job.policy.contains(.neverStale)
         let transfer = TransferContext(
             job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk, readDisk: readDisk,
-            policy: state.httpCache, staleOnError: !job.policy.contains(.neverStale), previews: previewPlan(job),
-            watchesDC: state.endsTransfersAtDCScans
-                && job.orderedRequests.allSatisfy { $0.request.options.targetSize != nil })
+            policy: state.httpCache, rules: rules, previews: previewPlan(job),
+            watchesDC: DCEarlyEnd.watches(job, enabled: state.endsTransfersAtDCScans))
         let network: @Sendable (_ stale: StoredResponse?, _ partial: StoredPartial?) -> Void = { [weak self] stale, partial in
             self?.startTransfer(transfer, stale: stale, partial: partial)
         }
@@ -83,14 +77,14 @@ extension AsyncImageLoader {
         effects.append {
             self.diskQueue.async { [weak self] in
                 guard let self, !handle.isCancelled else { return }
-                let lookup = Self.readStored(
-                    readDisk, key: key, requestHeaders: request.headers, processings: processings,
-                    needsFullSize: needsFullSize, offline: offline, acceptStale: acceptStale, now: Date().timeIntervalSince1970)
+                let lookup = readDisk.lookUp(
+                    key, requestHeaders: request.headers, processings: processings, needsFullSize: needsFullSize,
+                    rules: rules, now: Date().timeIntervalSince1970)
                 switch lookup {
-                case .usable(let stored, let isStale):
+                case .usable(let stored, let staleness):
                     self.transferFinished(
                         job, handle, .success(stored.response(for: request.url, policy: readDisk.policy)), stored: stored,
-                        stale: !isStale ? .fresh : offline ? .servedOffline : .servedWhileRevalidating)
+                        stale: staleness)
                 case .stale(let stored):
                     network(stored, nil)
                 case .miss where offline:
@@ -101,11 +95,6 @@ extension AsyncImageLoader {
                 }
             }
         }
-    }
-
-    /// Whether a stored response was stale when served, and why.
-    enum Staleness {
-        case fresh, servedOffline, servedWhileRevalidating, servedOnError
     }
 
     /// From the transport: a failure is delivered at once; a body waits for
@@ -126,9 +115,7 @@ extension AsyncImageLoader {
             // Not this transfer's job any more: cancelled (before its task
             // existed) or the loader was let go.
             guard case .loading(let current) = job.phase, current === handle else { return }
-            // The transfer's own completion after an early end at the DC (or
-            // an early end after the whole body came): only the first counts.
-            if !endedEarly { job.earlyEnd = nil }
+            DCEarlyEnd.transferCompleted(job, endedEarly: endedEarly)
             guard !job.requests.isEmpty else {
                 self.finish(job, &state, &effects)
                 self.pump(&state, &effects)
@@ -142,8 +129,7 @@ extension AsyncImageLoader {
                     job.storedImages = stored.images
                     job.processingsOnDisk = Set(stored.images.keys)
                     job.generation = stored.entry.generation
-                    job.servedStale = stale != .fresh
-                    job.revalidationFollows = stale == .servedWhileRevalidating
+                    job.staleness = stale
                     // Requests for a size with no stored image, when there is no body.
                     self.moveUnservable(of: job, &state, &effects)
                     guard !job.requests.isEmpty else {
@@ -159,7 +145,7 @@ extension AsyncImageLoader {
                 job.finalURL = response.finalURL
                 self.report(.transferred(bytes: response.data.count), job.orderedRequests, &state, &effects)
                 job.phase = .awaitingDecoder(response.data)
-                state.awaitingDecoder.append(job)
+                state.decodes.wait(job)
                 self.startDecodes(&state, &effects)
             case .failure(let error):
                 self.report(.transferFailed, job.orderedRequests, &state, &effects)
@@ -172,25 +158,16 @@ extension AsyncImageLoader {
         }
     }
 
-    /// The one place a transfer slot is given back: when its job's body
-    /// goes to a decoder, or the job ends while loading or waiting for one.
-    func releaseSlot(of job: LoadJob, _ state: inout LoaderState) {
-        state.inFlight -= 1
-        state.holding[ObjectIdentifier(job)] = nil
-    }
-
     /// Releases a job's slot (if it held one) and forgets it. The job, and
     /// what its phase held (a transfer task, a body), are released after the lock.
     func finish(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
-        switch job.phase {
-        case .loading, .awaitingDecoder: releaseSlot(of: job, &state)
-        case .queued, .decoding, .finished: break
-        }
+        // Its slot, if it still holds one (loading, or waiting for a decoder).
+        state.slots.release(of: job)
         let phase = job.phase
         effects.append { withExtendedLifetime(phase) {} }
         effects.keep.park(job)
         job.phase = .finished
-        if state.jobs[job.key] === job { state.jobs[job.key] = nil }
+        state.jobs.forget(job)
     }
 
     /// Drops the requests of deallocated targets among those holding a slot
@@ -198,7 +175,7 @@ extension AsyncImageLoader {
     /// ones are dropped when they reach the front: no sweep walks the queue.
     func sweepDeadTargets() {
         mutate { state, effects in
-            for job in state.holding.values {
+            for job in state.slots.holders {
                 for record in job.orderedRequests where record.targetIsDead(&effects.keep) {
                     self.cancelRecord(record, &state, &effects)
                 }
@@ -209,7 +186,7 @@ extension AsyncImageLoader {
 
     /// Keeps a timer sweeping for dead targets while transfers run.
     private func updateSweepTimer(_ state: inout LoaderState) {
-        let busy = state.inFlight > 0
+        let busy = state.slots.inFlight > 0
         if busy, state.sweepTimer == nil {
             let timer = DispatchSource.makeTimerSource(queue: timerQueue)
             timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))

@@ -93,12 +93,10 @@ final class LoadJob: @unchecked Sendable {
     /// The generation of the stored response its body belongs to (nil until
     /// a body from the network is stored).
     var generation: String?
-    /// What it delivers is a stale stored response (shown while it is
-    /// revalidated, or because the network failed).
-    var servedStale = false
-    /// It served a stale stored response at once, to be revalidated by
-    /// follow-up requests (``ImageCachePolicy/returnStaleWhileRevalidating``).
-    var revalidationFollows = false
+    /// Whether what it delivers is a stale stored response, and why (see
+    /// ``StaleRules``): shown while it is revalidated by follow-up requests,
+    /// offline, or because the network failed.
+    var staleness = Staleness.fresh
     /// The processings whose images are on disk now (read, or stored by it).
     var processingsOnDisk: Set<String> = []
     /// The body's `Content-Type`, kept with it on disk.
@@ -151,12 +149,7 @@ final class LoadJob: @unchecked Sendable {
     /// Whether it can serve `record`: it has (or may yet get) a body, or a
     /// stored image of the record's size.
     func canServe(_ record: LoadRequest) -> Bool {
-        // A transfer ended at the DC coefficients serves 1/8-scale decodes only.
-        if earlyEnd != nil {
-            guard let source = fileProperties?.uprightPixelSize,
-                AsyncImageLoader.decodesFromDCAlone(record.request, source: source)
-            else { return false }
-        }
+        guard DCEarlyEnd.canServe(record.request, self) else { return false }
         return hasBody || storedImages[record.request.cacheKey.processing] != nil
     }
 
@@ -176,6 +169,12 @@ final class LoadJob: @unchecked Sendable {
     /// The highest priority among its requests.
     var priority: ImagePriority {
         requests.lazy.map(\.priority).max() ?? .veryLow
+    }
+
+    /// Its rank among bodies waiting for a decoder (the transfer queue's
+    /// order): its highest priority, then its most recently touched lane.
+    var rank: QueueRank {
+        QueueRank(level: priority.rawValue, stamp: requests.lazy.map { $0.lane?.stamp ?? 0 }.max() ?? 0)
     }
 
     /// Whether any of its requests is not a prefetch.

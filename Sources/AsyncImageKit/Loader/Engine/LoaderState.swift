@@ -1,20 +1,17 @@
 import Foundation
 import Logging
 
-/// The loader's mutable state; guarded by its lock. Each stage of the
-/// engine owns a part: the job table (coalescing), the transfer queue and
-/// slots, the decode scheduler's waiting bodies, the target layer's lanes,
-/// and delivery's watch on the main queue.
+/// The loader's mutable state, guarded by its lock: the settings, then one
+/// part per stage of the engine (its fields private to it: a stage changes
+/// them through its own methods), then delivery's bookkeeping.
 struct LoaderState {
     // Settings.
     var cache: (any ImageCaching)?
-    var concurrentLoads: Int
     var loadingTimeout: Double
     var deliveryQueue: DispatchQueue
     var notificationCenter: NotificationCenter
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
     var logger: Logger
-    var prefetchShare: Double
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
     var diskCache: DataCache?
     var diskStorage: DiskStorage
@@ -25,39 +22,17 @@ struct LoaderState {
     /// The HTTP caching rules of the disk cache.
     var httpCache: HTTPCachePolicy
 
-    // Requests.
-    var nextID: UInt64 = 0
-    /// A counter that stamps lanes when touched (their LIFO order).
-    var nextStamp: UInt64 = 0
-    /// Pending requests per URL (absolute string), by id: cancelling by URL,
-    /// and the loader's `deinit`, never look beyond them.
-    var byURL: [String: RequestSet] = [:]
-    var pendingCount = 0
-    /// The target layer: lanes per target and action.
-    var targets = TargetLanes()
-
-    // Jobs and transfers.
-    /// Jobs by URL (absolute string): one transfer per URL.
-    var jobs: [String: LoadJob] = [:]
-    var queue = TransferQueue()
-    var inFlight = 0
-    /// The jobs holding a slot (loading, or a body waiting for a decoder).
-    var holding: [ObjectIdentifier: LoadJob] = [:]
-    var peakInFlight = 0
-    /// Slots held for prefetch requests only (at most `concurrentLoads` jobs to look at).
-    var prefetchInFlight: Int { holding.values.count { !$0.hasVisibleRequest } }
-
-    // Decoding.
-    /// Jobs whose body waits for a decoder (each still holds a transfer slot).
-    var awaitingDecoder: [LoadJob] = []
-    /// Decodes running, at most `decoders`.
-    var decoding = 0
-    /// One decoder per core: decoding is CPU-bound.
-    let decoders = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    // The stages' state, each private to its stage (see `AsyncImageLoader`).
+    /// The request stage: pending requests by URL and by target (lanes).
+    var requests = RequestTable()
+    /// The job stage: one transfer per URL.
+    var jobs = JobTable()
+    /// The transfer stage: the queue of lanes and the slots.
+    var slots: TransferSlots
+    /// The decode stage: bodies waiting for a decoder.
+    var decodes = DecodeScheduler()
 
     // Delivery and bookkeeping.
-    var deliveredCount = 0
-    var cancelledCount = 0
     var sweepTimer: DispatchSourceTimer?
     /// The ``LoaderEvent/sequence`` of the last event made.
     var eventSequence: UInt64 = 0
@@ -65,12 +40,11 @@ struct LoaderState {
 
     init(_ configuration: AsyncImageLoader.Configuration) {
         cache = configuration.cache
-        concurrentLoads = max(1, configuration.concurrentLoads)
+        slots = TransferSlots(concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare)
         loadingTimeout = configuration.loadingTimeout
         deliveryQueue = configuration.deliveryQueue
         notificationCenter = configuration.notificationCenter
         logger = configuration.logger
-        prefetchShare = configuration.prefetchShare
         requestModifier = configuration.requestModifier
         diskCache = configuration.diskCache
         diskStorage = configuration.diskStorage
@@ -79,12 +53,6 @@ struct LoaderState {
         maxPendingRequests = configuration.maxPendingRequests
         urlPolicy = configuration.urlPolicy
         httpCache = configuration.httpCache
-    }
-
-    /// The most transfers prefetch requests may hold while visible requests wait.
-    var prefetchCap: Int {
-        let share = prefetchShare.isFinite ? min(1, max(0, prefetchShare)) : 1
-        return Int((Double(concurrentLoads) * share).rounded(.down))
     }
 }
 

@@ -1,6 +1,6 @@
-/// The lanes waiting for a transfer slot: higher priority first, and within
-/// a priority the most recently touched lane first (LIFO: the cells on
-/// screen now, not those scrolled past). Prefetch lanes are kept apart so
+/// The lanes waiting for a transfer slot, in ``QueueRank`` order: higher
+/// priority first, and within a priority the most recently touched lane
+/// first (LIFO: the cells on screen now, not those scrolled past). Prefetch lanes are kept apart so
 /// the loader can cap them while visible lanes wait.
 ///
 /// Each priority level is a max-heap of (stamp, lane) entries. A lane that
@@ -96,7 +96,8 @@ struct TransferQueue {
         case (nil, nil): return nil
         case (_?, nil): takePrefetch = false
         case (nil, _?): takePrefetch = true
-        case (let v?, let p?): takePrefetch = (p.level, p.entry.stamp) > (v.level, v.entry.stamp)
+        case (let v?, let p?):
+            takePrefetch = QueueRank(level: p.level, stamp: p.entry.stamp) > QueueRank(level: v.level, stamp: v.entry.stamp)
         }
         return takePrefetch ? Self.take(&prefetch) : Self.take(&visible)
     }

@@ -1,0 +1,59 @@
+import Foundation
+
+/// The store stage, on the way back up: what a decode made is kept on disk
+/// (the memory cache is filled by the decode stage itself). What may be
+/// stored is ``HTTPCache``'s to say (RFC 9111); the layout is ``ImageDiskStore``'s.
+extension AsyncImageLoader {
+    /// Under the lock, after `job` decoded `image` for `key` from `body`:
+    /// the disk write to hand to ``diskWrites``, or nil. A body from the
+    /// network is stored once (its headers, and the body itself when a
+    /// request keeps originals) under a new generation; each size's
+    /// processed image once, when a request keeps processed images and the
+    /// disk does not already hold it.
+    func diskWrite(for job: LoadJob, body: Data, key: ImageCacheKey, image: Image, _ state: inout LoaderState)
+        -> (@Sendable () -> Void)?
+    {
+        guard let cache = job.httpCache else { return nil }
+        var response: (head: StoredHTTPHead, body: Data?)?
+        if !job.bodyFromDisk, job.generation == nil {
+            // What HTTP allows to be stored (RFC 9111: no `no-store`, no
+            // `Vary: *`, reusable), as a whole response.
+            guard
+                let head = cache.headToStore(
+                    status: job.statusCode, responseHeaders: job.responseHeaders, requestHeaders: job.headers,
+                    requestTime: job.requestTime, responseTime: job.responseTime)
+            else {
+                job.generation = ""  // not storable: nothing of it is
+                return nil
+            }
+            job.generation = ImageDiskStore.newGeneration()
+            // A body that ended at the DC coefficients is a prefix: never the original.
+            response = (head, job.storesOriginal && DCEarlyEnd.storesBody(of: job) ? body : nil)
+        }
+        guard let generation = job.generation, !generation.isEmpty else { return nil }
+        let processing = key.processing
+        let storesImage =
+            !processing.isEmpty && job.storedProcessings.contains(processing)
+            && !job.processingsOnDisk.contains(processing)
+        if storesImage { job.processingsOnDisk.insert(processing) }
+        guard response != nil || storesImage else { return nil }
+        let newResponse = response
+        let (diskKey, encoding, logger, url) = (job.diskKey, state.processedImageEncoding, state.logger, job.url)
+        return { [diskWrites] in
+            diskWrites.async {
+                do {
+                    if let response = newResponse {
+                        try cache.store(response.head, body: response.body, for: diskKey, generation: generation)
+                    }
+                    if storesImage {
+                        let bytes = try StoredImage.encode(image, encoding: encoding)
+                        try cache.store.storeProcessed(
+                            bytes, for: diskKey, processing: processing, generation: generation)
+                    }
+                } catch {
+                    logger.warning("could not store \(url.absoluteString) on disk: \(error)")
+                }
+            }
+        }
+    }
+}
