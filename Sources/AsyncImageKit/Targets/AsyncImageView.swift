@@ -61,13 +61,9 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
         var previousElapsed = 0.0
         var transitionStart: Double?
         var state = State.empty
-        /// How many times ``imageURL`` was set to nil. A load started by
-        /// `imageURL` carries the count of its time and is shown only if it
-        /// is still current, checked under the view's lock: an image whose
-        /// delivery began just before `imageURL = nil` on another thread
-        /// never comes back after the clear. (Which of several URLs wins is
-        /// the loader's per-target order.)
-        var clears: UInt64 = 0
+        /// How many times ``imageURL`` was set to nil (see ``ClearCount``),
+        /// checked under the view's lock.
+        var clears = ClearCount()
         var placeholderImage: Image?
         var failureImage: Image?
         var showActivityIndicator = true
@@ -192,13 +188,13 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
                 let (observer, clears) = fields.withLock { fields in
                     fields.state = newValue.map { .loading($0) } ?? .empty
                     if newValue == nil {
-                        fields.clears &+= 1
+                        fields.clears.clear()
                         fields.previous = nil
                         fields.previousElapsed = 0
                         fields.image = nil
                         fields.transitionStart = nil
                     }
-                    return (fields.onChange, fields.clears)
+                    return (fields.onChange, fields.clears.token)
                 }
                 // Cleared above at once; no later clear that could erase an image set meanwhile.
                 ImageURLRegistry.shared.set(newValue, for: self) { _ in
@@ -339,7 +335,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
     private func show(_ image: Image, url: URL, since clears: UInt64?) {
         let now = clock()
         change { fields in
-            guard clears == nil || clears == fields.clears else { return }
+            guard clears.map(fields.clears.admits) ?? true else { return }
             Self.retire(&fields, now: now)
             fields.image = image
             fields.transitionStart = now
@@ -349,7 +345,7 @@ public final class AsyncImageView: ImageDisplaying, @unchecked Sendable {
 
     private func fail(_ error: AsyncImageError, url: URL, since clears: UInt64?) {
         change { fields in
-            guard clears == nil || clears == fields.clears else { return }
+            guard clears.map(fields.clears.admits) ?? true else { return }
             guard case .loading(let loading) = fields.state, loading == url else { return }
             fields.state = .failed(url, error)
         }

@@ -124,7 +124,7 @@ extension ImageDisplaying {
                 let target = WeakTarget(self)
                 DeliveryQueueMark.run(on: loader.deliveryQueue) {
                     guard let object = target.object as? any ImageDisplaying,
-                        ImageURLRegistry.shared.record(for: object)?.clears == record.clears
+                        ImageURLRegistry.shared.admits(record.clears.token, for: object)
                     else { return }
                     object.image = nil
                 }
@@ -132,7 +132,8 @@ extension ImageDisplaying {
             }
             loader.loadImage(
                 imageRequest(for: url), target: self,
-                success: ImageURLActions.show(since: record.clears), failure: ImageURLActions.fail(since: record.clears))
+                success: ImageURLActions.show(since: record.clears.token),
+                failure: ImageURLActions.fail(since: record.clears.token))
         }
     }
 }
@@ -157,7 +158,7 @@ public enum ImageURLActions {
     /// ``show`` for a URL set after the target's `clears`-th clear.
     static func show(since clears: UInt64) -> ImageAction {
         ImageAction(show.name) { target, image, url in
-            guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.record(for: target)?.clears == clears
+            guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.admits(clears, for: target)
             else { return }
             target.imageLoadDidFinish(image, url: url)
         }
@@ -166,7 +167,7 @@ public enum ImageURLActions {
     /// ``fail`` for a URL set after the target's `clears`-th clear.
     static func fail(since clears: UInt64) -> ImageFailureAction {
         ImageFailureAction(fail.name) { target, error, url in
-            guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.record(for: target)?.clears == clears
+            guard let target = target as? any ImageDisplaying, ImageURLRegistry.shared.admits(clears, for: target)
             else { return }
             target.imageLoadDidFail(error, url: url)
         }
@@ -188,8 +189,8 @@ final class ImageURLRegistry: @unchecked Sendable {
         var latest: URL?
         /// Advances on every set.
         var generation: UInt64 = 0
-        /// Advances on every set to nil.
-        var clears: UInt64 = 0
+        /// Advances on every set to nil (see ``ClearCount``).
+        var clears = ClearCount()
     }
 
     private struct Entry {
@@ -216,6 +217,11 @@ final class ImageURLRegistry: @unchecked Sendable {
         withEntry(of: object, creating: false) { $0?.record }
     }
 
+    /// Whether an outcome of a load `object` started with `token` may be shown (see ``ClearCount``).
+    func admits(_ token: UInt64, for object: AnyObject) -> Bool {
+        record(for: object)?.clears.admits(token) == true
+    }
+
     /// Runs `body` under the lock: a target that records more of its own
     /// (``AsyncImageView``) does so in the same order as the loader calls.
     func ordered<T>(_ body: () -> T) -> T {
@@ -233,7 +239,7 @@ final class ImageURLRegistry: @unchecked Sendable {
             guard var current = entry else { return Record() }
             current.record.latest = url
             current.record.generation &+= 1
-            if url == nil { current.record.clears &+= 1 }
+            if url == nil { current.record.clears.clear() }
             entry = current
             return current.record
         }

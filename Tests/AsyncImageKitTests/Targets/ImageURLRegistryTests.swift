@@ -29,11 +29,13 @@ final class ImageURLRegistryTests: XCTestCase {
         let object = NSObject()
         let (a, b) = (URL(string: "http://127.0.0.1/a")!, URL(string: "http://127.0.0.1/b")!)
         XCTAssertNil(registry.record(for: object))
-        registry.set(a, for: object) { XCTAssertEqual($0, .init(latest: a, generation: 1, clears: 0)) }
-        registry.set(b, for: object) { XCTAssertEqual($0, .init(latest: b, generation: 2, clears: 0)) }
+        registry.set(a, for: object) { XCTAssertEqual([$0.latest, $0.generation, $0.clears.token] as [AnyHashable?], [a, 1, 0]) }
+        registry.set(b, for: object) { XCTAssertEqual([$0.latest, $0.generation, $0.clears.token] as [AnyHashable?], [b, 2, 0]) }
         XCTAssertEqual(registry.url(for: object), b)
-        registry.set(nil, for: object) { XCTAssertEqual($0, .init(latest: nil, generation: 3, clears: 1)) }
+        registry.set(nil, for: object) {
+            XCTAssertEqual([$0.latest, $0.generation, $0.clears.token] as [AnyHashable?], [nil, 3, 1])
+        }
         XCTAssertNil(registry.url(for: object))
-        XCTAssertEqual(registry.record(for: object)?.clears, 1)
+        XCTAssertEqual(registry.record(for: object)?.clears.token, 1)
     }
 }

@@ -41,7 +41,7 @@ extension AsyncImageLoader {
             let url = job.url
             let (storedImage, hasBody, processors) = state.withLock { _ in
                 options = DCEarlyEnd.decodingOptions(options, for: job)
-                return (job.storedImages[key.processing], job.hasBody, job.processors[key] ?? [])
+                return (job.disk.storedImages[key.processing], job.disk.hasBody, job.processors[key] ?? [])
             }
             // A stored processed image is read back instead of decoding the
             // body; one that does not read (a damaged payload) falls back to
@@ -78,7 +78,7 @@ extension AsyncImageLoader {
             if case .success(let image) = outcome, restored == nil {
                 storeOnDisk = state.withLock { state in self.diskWrite(for: job, body: data, key: key, image: image, &state) }
             }
-            if unreadable, let (store, generation) = state.withLock({ _ in job.httpCache.map { ($0.store, job.generation) } }),
+            if unreadable, let (store, generation) = state.withLock({ _ in job.disk.cache.map { ($0.store, job.disk.generation) } }),
                 let generation
             {
                 let (diskKey, processing) = (job.diskKey, key.processing)
@@ -92,14 +92,14 @@ extension AsyncImageLoader {
             // included (RFC 9111 §5.2.2.5).
             var (stored, cacheClass) = state.withLock { _ in
                 (
-                    job.forbidsStorage ? [] : job.caches[key] ?? [],
+                    job.response.forbidsStorage ? [] : job.caches[key] ?? [],
                     job.requests(for: key).map(\.request.cacheClass).max() ?? .normal
                 )
             }
             if case .success(let image) = outcome { stored.forEach { $0.setImage(image, for: key, cacheClass: cacheClass) } }
             let next = mutate { state, effects -> (key: ImageCacheKey, options: DecodingOptions)? in
                 var late: [any ImageCaching] = []
-                if case .success = outcome, !job.forbidsStorage {
+                if case .success = outcome, !job.response.forbidsStorage {
                     // A request that joined during the store brought another cache.
                     for cache in job.caches[key] ?? [] where !stored.contains(where: { $0 === cache }) {
                         stored.append(cache)
@@ -114,7 +114,7 @@ extension AsyncImageLoader {
                         || record.request.options.maxFrames > options.maxFrames
                 }
                 if unreadable, !hasBody {
-                    job.storedImages[key.processing] = nil
+                    job.disk.storedImages[key.processing] = nil
                     self.moveUnservable(of: job, &state, &effects)
                     self.pump(&state, &effects)
                 }

@@ -16,23 +16,23 @@ extension AsyncImageLoader {
         _ record: LoadRequest, from job: LoadJob, _ outcome: Result<Image, AsyncImageError>,
         _ state: inout LoaderState, _ effects: inout Effects
     ) {
-        record.source = job.bodyFromDisk ? .diskCache : .network
-        record.isStale = job.staleness.isStale
+        record.source = job.disk.bodyFromDisk ? .diskCache : .network
+        record.isStale = job.disk.staleness.isStale
         record.earlyEnd = job.earlyEnd
         // Its HTTP response, as a cache returns it: from the network, or
         // stored (with `Age`, and a confirming 304's headers merged in).
-        if job.statusCode != 0, let finalURL = job.finalURL, !job.url.isFileURL {
+        if job.response.statusCode != 0, let finalURL = job.response.finalURL, !job.url.isFileURL {
             record.http = ImageResponse.HTTPInfo(
-                finalURL: finalURL, statusCode: job.statusCode, headers: job.responseHeaders,
-                isRevalidated: job.revalidated)
+                finalURL: finalURL, statusCode: job.response.statusCode, headers: job.response.headers,
+                isRevalidated: job.response.revalidated)
         }
-        if record.deliversOnlyIfChanged, job.bodyFromDisk || outcome.isFailure {
+        if record.deliversOnlyIfChanged, job.disk.bodyFromDisk || outcome.isFailure {
             // The image shown is still the server's (a 304), or there is
             // nothing better to show: nothing more to deliver.
             cancelRecord(record, &state, &effects)
             return
         }
-        if job.staleness.revalidationFollows, case .success = outcome,
+        if job.disk.staleness.revalidationFollows, case .success = outcome,
             record.request.cachePolicy.contains(.returnStaleWhileRevalidating), record.completion == nil,
             !record.isPrefetch
         {

@@ -113,7 +113,7 @@ extension AsyncImageLoader {
             handle.finished()  // before anything else: the handle must not keep this task (see there)
             guard let self else { return }
             let responseTime = Date().timeIntervalSince1970
-            self.state.withLock { _ in (job.requestTime, job.responseTime) = (requestTime, responseTime) }
+            self.state.withLock { _ in (job.response.requestTime, job.response.responseTime) = (requestTime, responseTime) }
             var result = result
             if let partial {
                 switch result {
@@ -149,7 +149,7 @@ extension AsyncImageLoader {
                 if let store = transfer.writeDisk {
                     diskWrites.async { try? store.write(refreshedEntry, for: job.diskKey) }
                 }
-                state.withLock { _ in job.revalidated = true }
+                state.withLock { _ in job.response.revalidated = true }
                 transferFinished(
                     job, handle,
                     .success(refreshed.response(for: response.url, policy: transfer.policy, confirmedBy: response)),

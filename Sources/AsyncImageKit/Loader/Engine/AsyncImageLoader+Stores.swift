@@ -13,29 +13,29 @@ extension AsyncImageLoader {
     func diskWrite(for job: LoadJob, body: Data, key: ImageCacheKey, image: Image, _ state: inout LoaderState)
         -> (@Sendable () -> Void)?
     {
-        guard let cache = job.httpCache else { return nil }
+        guard let cache = job.disk.cache else { return nil }
         var response: (head: StoredHTTPHead, body: Data?)?
-        if !job.bodyFromDisk, job.generation == nil {
+        if !job.disk.bodyFromDisk, job.disk.generation == nil {
             // What HTTP allows to be stored (RFC 9111: no `no-store`, no
             // `Vary: *`, reusable), as a whole response.
             guard
                 let head = cache.headToStore(
-                    status: job.statusCode, responseHeaders: job.responseHeaders, requestHeaders: job.headers,
-                    requestTime: job.requestTime, responseTime: job.responseTime)
+                    status: job.response.statusCode, responseHeaders: job.response.headers, requestHeaders: job.headers,
+                    requestTime: job.response.requestTime, responseTime: job.response.responseTime)
             else {
-                job.generation = ""  // not storable: nothing of it is
+                job.disk.generation = ""  // not storable: nothing of it is
                 return nil
             }
-            job.generation = ImageDiskStore.newGeneration()
+            job.disk.generation = ImageDiskStore.newGeneration()
             // A body that ended at the DC coefficients is a prefix: never the original.
-            response = (head, job.storesOriginal && DCEarlyEnd.storesBody(of: job) ? body : nil)
+            response = (head, job.disk.storesOriginal && DCEarlyEnd.storesBody(of: job) ? body : nil)
         }
-        guard let generation = job.generation, !generation.isEmpty else { return nil }
+        guard let generation = job.disk.generation, !generation.isEmpty else { return nil }
         let processing = key.processing
         let storesImage =
-            !processing.isEmpty && job.storedProcessings.contains(processing)
-            && !job.processingsOnDisk.contains(processing)
-        if storesImage { job.processingsOnDisk.insert(processing) }
+            !processing.isEmpty && job.disk.storedProcessings.contains(processing)
+            && !job.disk.processingsOnDisk.contains(processing)
+        if storesImage { job.disk.processingsOnDisk.insert(processing) }
         guard response != nil || storesImage else { return nil }
         let newResponse = response
         let (diskKey, encoding, logger, url) = (job.diskKey, state.processedImageEncoding, state.logger, job.url)

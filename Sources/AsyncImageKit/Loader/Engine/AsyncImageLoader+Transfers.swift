@@ -46,9 +46,9 @@ extension AsyncImageLoader {
         let modifier = state.requestModifier
         // `file` URLs are already on disk.
         let disk = job.url.isFileURL ? nil : state.diskCache.map { HTTPCache(policy: state.httpCache, store: ImageDiskStore(cache: $0)) }
-        job.httpCache = job.policy.contains(.skipDiskWrites) ? nil : disk
+        job.disk.cache = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
-        let writeDisk = job.httpCache
+        let writeDisk = job.disk.cache
         let rules = StaleRules(job.policy, isFileURL: job.url.isFileURL)
         let offline = rules.offline
         let key = job.diskKey
@@ -72,8 +72,8 @@ extension AsyncImageLoader {
         // What the disk is asked for: the processed images of the sizes
         // wanted now (a size that joins later is served from the body, or
         // by another job), and the body unless they cover every request.
-        let processings = job.usesStoredImages ? job.processings : []
-        let needsFullSize = job.needsFullSize || !job.usesStoredImages
+        let processings = job.disk.usesStoredImages ? job.processings : []
+        let needsFullSize = job.needsFullSize || !job.disk.usesStoredImages
         effects.append {
             self.diskQueue.async { [weak self] in
                 guard let self, !handle.isCancelled else { return }
@@ -124,12 +124,7 @@ extension AsyncImageLoader {
             switch result {
             case .success(let response):
                 if let stored {
-                    job.bodyFromDisk = true
-                    job.hasBody = stored.body != nil
-                    job.storedImages = stored.images
-                    job.processingsOnDisk = Set(stored.images.keys)
-                    job.generation = stored.entry.generation
-                    job.staleness = stale
+                    job.disk.served(stored, stale)
                     // Requests for a size with no stored image, when there is no body.
                     self.moveUnservable(of: job, &state, &effects)
                     guard !job.requests.isEmpty else {
@@ -138,11 +133,7 @@ extension AsyncImageLoader {
                         return
                     }
                 }
-                job.contentType = response.contentType
-                job.statusCode = response.statusCode
-                job.responseHeaders = response.headers
-                job.forbidsStorage = HTTPCachePolicy.forbidsStorage(response.headers)
-                job.finalURL = response.finalURL
+                job.response.received(response)
                 self.report(.transferred(bytes: response.data.count), job.orderedRequests, &state, &effects)
                 job.phase = .awaitingDecoder(response.data)
                 state.decodes.wait(job)

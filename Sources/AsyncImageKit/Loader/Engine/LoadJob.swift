@@ -53,7 +53,7 @@ final class LoadJob: @unchecked Sendable {
         self.key = usesStoredImages ? record.jobKey : Self.bodyJobKey(record.jobKey)
         self.diskKey = record.diskKey
         self.policy = record.request.cachePolicy.intersection(Self.transferPolicy)
-        self.usesStoredImages = usesStoredImages
+        self.disk = DiskPart(usesStoredImages: usesStoredImages)
     }
 
     /// The table key of the job that loads the body for requests whose job
@@ -69,47 +69,12 @@ final class LoadJob: @unchecked Sendable {
     let diskKey: String
     /// Its requests' policy (its transfer part).
     let policy: ImageCachePolicy
-    /// Where its response and processed images are stored (nil: nowhere), chosen when it starts.
-    var httpCache: HTTPCache?
-    /// When its transfer was asked for and its answer came (seconds since
-    /// 1970): a stored response's age is counted from these (RFC 9111 §4.2.3).
-    var requestTime: Double = 0
-    /// Its stored response was confirmed by a `304` just now.
-    var revalidated = false
-    var responseTime: Double = 0
-    /// Whether it looks for stored processed images (see ``ImageDiskStore``).
-    let usesStoredImages: Bool
-    /// Whether its body is kept on disk: a request asked for originals, or for full size.
-    private(set) var storesOriginal = false
-    /// The processings whose images are kept on disk.
-    private(set) var storedProcessings: Set<String> = []
-    /// Its response came from the disk cache (so it is not stored again).
-    var bodyFromDisk = false
-    /// False when the disk gave only processed images: a request for a size
-    /// without one needs another job (``bodyJobKey``).
-    var hasBody = true
-    /// Processed images read from disk, by processing: decoded instead of the body.
-    var storedImages: [String: Data] = [:]
-    /// The generation of the stored response its body belongs to (nil until
-    /// a body from the network is stored).
-    var generation: String?
-    /// Whether what it delivers is a stale stored response, and why (see
-    /// ``StaleRules``): shown while it is revalidated by follow-up requests,
-    /// offline, or because the network failed.
-    var staleness = Staleness.fresh
-    /// The processings whose images are on disk now (read, or stored by it).
-    var processingsOnDisk: Set<String> = []
-    /// The body's `Content-Type`, kept with it on disk.
-    var contentType: String?
-    /// The response's status and headers: whether, and for how long, the
-    /// body may be stored (RFC 9111).
-    var statusCode = 0
-    var responseHeaders: [String: String] = [:]
-    /// Whether its response said `no-store`: kept in no cache at all (read
-    /// once, when the response arrives).
-    var forbidsStorage = false
-    /// Where the body came from, after redirects.
-    var finalURL: URL?
+    /// What its transfer brought: the response's head, and when (the
+    /// transfer stage's, read by the stores and delivery on the way up).
+    var response = ReceivedResponse()
+    /// Its part in the HTTP cache: what the disk gave it, and what of it
+    /// is stored (the HTTP cache and store stages').
+    var disk: DiskPart
     /// What the file says about itself, once its header was read.
     @OutOfLine var fileProperties: ImageFileProperties?
     /// Its progressive JPEG's transfer ended at the DC coefficients (the body
@@ -124,8 +89,8 @@ final class LoadJob: @unchecked Sendable {
         if !record.isPrefetch { visibleCount += 1 }
         if !record.request.processors.isEmpty { processors[record.request.cacheKey] = record.request.processors }
         let processing = record.request.cacheKey.processing
-        if processing.isEmpty || storage.contains(.originals) { storesOriginal = true }
-        if !processing.isEmpty, storage.contains(.processedImages) { storedProcessings.insert(processing) }
+        if processing.isEmpty || storage.contains(.originals) { disk.storesOriginal = true }
+        if !processing.isEmpty, storage.contains(.processedImages) { disk.storedProcessings.insert(processing) }
         guard let cache = record.cache else { return }
         let key = record.request.cacheKey
         if caches[key]?.contains(where: { $0 === cache }) != true { caches[key, default: []].append(cache) }
@@ -150,7 +115,7 @@ final class LoadJob: @unchecked Sendable {
     /// stored image of the record's size.
     func canServe(_ record: LoadRequest) -> Bool {
         guard DCEarlyEnd.canServe(record.request, self) else { return false }
-        return hasBody || storedImages[record.request.cacheKey.processing] != nil
+        return disk.hasBody || disk.storedImages[record.request.cacheKey.processing] != nil
     }
 
     /// The processings its requests ask for (not full size), each once.
@@ -200,5 +165,74 @@ final class LoadJob: @unchecked Sendable {
             options.maxFrames = max(options.maxFrames, record.request.options.maxFrames)
         }
         return (key, options)
+    }
+}
+
+/// What a job's transfer brought: the response's head, and when.
+struct ReceivedResponse {
+    /// The response's status and headers: whether, and for how long, the
+    /// body may be stored (RFC 9111). 0 until a response came.
+    var statusCode = 0
+    var headers: [String: String] = [:]
+    /// The body's `Content-Type`, kept with it on disk.
+    var contentType: String?
+    /// Where the body came from, after redirects.
+    var finalURL: URL?
+    /// Whether it said `no-store`: kept in no cache at all (read once, when it arrives).
+    var forbidsStorage = false
+    /// When its transfer was asked for and its answer came (seconds since
+    /// 1970): a stored response's age is counted from these (RFC 9111 §4.2.3).
+    var requestTime: Double = 0
+    var responseTime: Double = 0
+    /// A stored response was confirmed by a `304` just now.
+    var revalidated = false
+
+    /// Takes `response`'s head.
+    mutating func received(_ response: DataResponse) {
+        statusCode = response.statusCode
+        headers = response.headers
+        contentType = response.contentType
+        finalURL = response.finalURL
+        forbidsStorage = HTTPCachePolicy.forbidsStorage(response.headers)
+    }
+}
+
+/// A job's part in the HTTP cache.
+struct DiskPart {
+    /// Where its response and processed images are stored (nil: nowhere), chosen when it starts.
+    var cache: HTTPCache?
+    /// Whether it looks for stored processed images (see ``ImageDiskStore``).
+    let usesStoredImages: Bool
+    /// Whether its body is kept on disk: a request asked for originals, or for full size.
+    var storesOriginal = false
+    /// The processings whose images are kept on disk.
+    var storedProcessings: Set<String> = []
+    /// Its response came from the disk cache (so it is not stored again).
+    var bodyFromDisk = false
+    /// False when the disk gave only processed images: a request for a size
+    /// without one needs another job (``LoadJob/bodyJobKey(_:)``).
+    var hasBody = true
+    /// Processed images read from disk, by processing: decoded instead of the body.
+    var storedImages: [String: Data] = [:]
+    /// The generation of the stored response its body belongs to (nil until
+    /// a body from the network is stored; empty when it may not be).
+    var generation: String?
+    /// The processings whose images are on disk now (read, or stored by it).
+    var processingsOnDisk: Set<String> = []
+    /// Whether what it delivers is a stale stored response, and why (see
+    /// ``StaleRules``): shown while it is revalidated by follow-up requests,
+    /// offline, or because the network failed.
+    var staleness = Staleness.fresh
+
+    init(usesStoredImages: Bool) { self.usesStoredImages = usesStoredImages }
+
+    /// Its response came from the disk: `stored`, served `staleness`.
+    mutating func served(_ stored: StoredResponse, _ staleness: Staleness) {
+        bodyFromDisk = true
+        hasBody = stored.body != nil
+        storedImages = stored.images
+        processingsOnDisk = Set(stored.images.keys)
+        generation = stored.entry.generation
+        self.staleness = staleness
     }
 }
