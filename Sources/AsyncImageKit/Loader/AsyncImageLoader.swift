@@ -10,32 +10,37 @@ import Logging
 /// AsyncImageLoader.shared.cancelLoadingImages(target: cell)                // cell reused: drop both
 /// ```
 ///
-/// How a request flows (one stage per file under `Loader/Engine`; data flows
-/// one way, and every stage runs under one lock as `inout state, inout
-/// effects`, with callbacks, releases and user code run after it):
+/// How a request flows: down once through the stages, and its image (or
+/// its failure) back up once. Each stage is a type that owns its fields
+/// (`RequestTable`, `JobTable`, `TransferSlots`, the HTTP cache,
+/// `DecodeScheduler`) and a file under `Loader/Engine` that does its work;
+/// all run under the loader's one lock as `inout state, inout effects`, with
+/// user code, callbacks and releases run after it (<doc:Engine> walks one
+/// request through the code).
 ///
 /// ```
-///  loadImage ──► cache hit? ──yes──────────────────────────────────────┐
-///      │ no                                                            │
-///      ▼                                                               │
-///  target layer (Lane, TargetLanes): per-target order, superseding     │
-///      ▼                                                               │
-///  job table (LoadJob): one transfer per URL, late joiners             │
-///      ▼                                                               │
-///  transfer queue (TransferQueue): priority, then LIFO by lane;        │
-///      ▼          concurrentLoads slots; prefetch cap                  │
-///  HTTP cache (+Disk, HTTPCache: HTTPCachePolicy's RFC 9111 rules     │
-///      ▼          over ImageDiskStore): the stored response, then its  │
-///      ▼          thumbnails or body; fresh, stale, or a miss          │
-///  network (+Network, DataLoading): validators, Range, header probe, ──┼─┐
-///      ▼          progressive previews, an early end at the DC scans   │ │
-///  decode scheduler: one decoder per core, most urgent body first;     │ │
-///      ▼          decode (registry) or stored thumbnail, processors    │ │
-///  cache store (ImageCaching, by class) and disk writes (their queue)  │ │ failure
-///      ▼                                                               ▼ ▼
-///  delivery: async API at once; else the delivery queue: notification,
-///            then action; the lane's earlier requests are superseded
+///          DOWN                                            UP
+///  loadImage ─► requests ──── memory hit ────────────► delivery ─► notification + action
+///               lookUp, RequestTable.admit             RequestTable.end, superseding
+///               (+Requests)                            (+Delivery)              ▲
+///                   ▼                                                           │
+///               jobs: JobTable, LoadJob                jobs: each request of a size
+///               (one transfer per URL)                 (+Decoding)              ▲
+///                   ▼                                                           │
+///               transfers: TransferSlots               stores: memory cache, disk
+///               pump, start (+Transfers)               (+Decoding, +Stores)     ▲
+///                   ▼                                                           │
+///               HTTP cache: lookUpStored ─ stored ─┐   decode: DecodeScheduler,
+///               validators, Range (+HTTPCache)     │   decoders, processors     ▲
+///                   ▼                              ▼                            │
+///               network: startTransfer ──►  HTTP cache: answered  ──►  transfers:
+///               probe, previews, DC end     304, 206, stale on error   transferFinished
+///               (+Network) ── transport ──► (+HTTPCache)               (+Transfers)
 /// ```
+///
+/// A failure goes up the same way from where it happened (the URL policy
+/// and `maxPendingRequests` fail a request at the top; the transport, the
+/// HTTP cache or a decode fail every request of a job).
 ///
 /// What every request can rely on:
 ///

@@ -105,7 +105,7 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
     /// Cancels the request (nothing is delivered); its transfer stops unless
     /// another request needs it. No effect once delivered.
     public func cancel() {
-        loader?.cancel { _, _ in [record] }
+        loader?.cancel(record)
     }
 
     /// Same request (by identity).

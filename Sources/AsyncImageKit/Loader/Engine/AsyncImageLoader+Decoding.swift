@@ -39,6 +39,7 @@ extension AsyncImageLoader {
         var properties: ImageFileProperties?? = state.withLock { _ in job.fileProperties.map { .some($0) } }
         while true {
             let url = job.url
+            StageWalk.note(.decode, .up, url)
             let (storedImage, hasBody, processors) = state.withLock { _ in
                 options = DCEarlyEnd.decodingOptions(options, for: job)
                 return (job.disk.storedImages[key.processing], job.disk.hasBody, job.processors[key] ?? [])
@@ -70,6 +71,9 @@ extension AsyncImageLoader {
                     return try processors.apply(to: image).with(fileProperties: properties ?? nil)
                 }.mapError { $0.with(url: url) }
             }
+            // The store stage: the disk (its writes handed to their queue
+            // below), then the memory cache.
+            StageWalk.note(.stores, .up, url)
             // What decoded goes to the disk cache (never a body that failed
             // to decode, nor one cut short: that is a transport failure), on
             // the disk write queue: a disk that waits for another process's
@@ -126,6 +130,7 @@ extension AsyncImageLoader {
                 // runs there, never holding up this thread): once a caller has
                 // its image, `flushDiskWrites()` waits for the store.
                 if let storeOnDisk { effects.append(storeOnDisk) }
+                StageWalk.note(.jobs, .up, url)
                 for record in job.requests(for: key) where !decodeAgain(record) {
                     job.leave(record)
                     let result = outcome.flatMap { Self.checked($0, for: record) }

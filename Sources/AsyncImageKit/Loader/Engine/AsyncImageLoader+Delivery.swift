@@ -59,6 +59,21 @@ extension AsyncImageLoader {
         add(next, object: object, hit: nil, &state, &effects)
     }
 
+    /// Under the lock: `job`'s file properties are known; its requests (and
+    /// those that join later) have them, and their handlers run after the lock.
+    func propertiesKnown(_ job: LoadJob, _ properties: ImageFileProperties) {
+        mutate { state, effects in
+            guard job.fileProperties == nil else { return }
+            job.fileProperties = properties
+            for record in job.orderedRequests where record.fileProperties == nil {
+                record.fileProperties = properties
+                let handlers = record.propertyHandlers
+                record.propertyHandlers = []
+                effects.append { handlers.forEach { $0(properties) } }
+            }
+        }
+    }
+
     /// Schedules the delivery of `outcome` to `record` (whose job, if any,
     /// it has left). `cache`: where its image is held, for the notification.
     /// `inline`: deliver right after the lock, on the calling thread (a cache
@@ -67,6 +82,7 @@ extension AsyncImageLoader {
         _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, cache: (any ImageCaching)?,
         inline: Bool = false, _ state: inout LoaderState, _ effects: inout Effects
     ) {
+        StageWalk.note(.delivery, .up, record.request.url)
         let heldIn: (any ImageCaching)? = if case .success = outcome { cache } else { nil }
         if let completion = record.completion, record.state == .pending {
             // The async API: decided now, under the lock, so a task cancelled

@@ -73,6 +73,7 @@ extension AsyncImageLoader {
         // Cancelled before it was admitted (a sequence's member): never made.
         guard record.state == .pending else { return }
         let (lane, stale) = state.requests.admit(record, object: object, &effects.keep)
+        StageWalk.note(.requests, .down, record.request.url)
         defer {
             // Requests of a dead object whose address this target now has:
             // cancelled after this one joined, so a transfer they share with
@@ -97,6 +98,7 @@ extension AsyncImageLoader {
         }
         let job = state.jobs.job(for: record)
         job.join(record, storage: record.request.diskStorage ?? state.diskStorage)
+        StageWalk.note(.jobs, .down, record.request.url)
         record.fileProperties = job.fileProperties
         report(.queued, [record], &state, &effects)
         // A request that joins late sees the steps it missed.
@@ -151,6 +153,7 @@ extension AsyncImageLoader {
     /// Ends `record` `outcome` in the request table, and refiles its lane
     /// (its rank may have changed): the one teardown of a request's indexes.
     func end(_ record: LoadRequest, as outcome: LoadRequest.State, _ state: inout LoaderState, _ effects: inout Effects) {
+        if outcome == .delivered { StageWalk.note(.requests, .up, record.request.url) }
         if let lane = state.requests.end(record, as: outcome, &effects.keep) { state.slots.refile(lane) }
     }
 

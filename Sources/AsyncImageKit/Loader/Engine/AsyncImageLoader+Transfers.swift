@@ -34,11 +34,11 @@ extension AsyncImageLoader {
         updateSweepTimer(&state)
     }
 
-    /// Takes a slot for `job`; the disk cache is read, and the request
-    /// modifier and the transport are called, after the lock (on the disk
-    /// queue, and the transport's threads: they may be anyone's code).
+    /// Takes a slot for `job`; then, after the lock, the HTTP cache stage
+    /// looks up its stored response (on the disk queue) before the network.
     private func start(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         state.slots.take(for: job)
+        StageWalk.note(.transfers, .down, job.url)
         let handle = TransferHandle()
         job.phase = .loading(handle)
         let request = DataRequest(
@@ -50,51 +50,16 @@ extension AsyncImageLoader {
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
         let writeDisk = job.disk.cache
         let rules = StaleRules(job.policy, isFileURL: job.url.isFileURL)
-        let offline = rules.offline
-        let key = job.diskKey
         let transfer = TransferContext(
             job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk, readDisk: readDisk,
             policy: state.httpCache, rules: rules, previews: previewPlan(job),
             watchesDC: DCEarlyEnd.watches(job, enabled: state.endsTransfersAtDCScans))
-        let network: @Sendable (_ stale: StoredResponse?, _ partial: StoredPartial?) -> Void = { [weak self] stale, partial in
-            self?.startTransfer(transfer, stale: stale, partial: partial)
-        }
-        guard let readDisk else {
-            effects.append {
-                if offline {
-                    self.transferFinished(job, handle, .failure(.notCached(request.url)))
-                } else {
-                    network(nil, nil)
-                }
-            }
-            return
-        }
         // What the disk is asked for: the processed images of the sizes
         // wanted now (a size that joins later is served from the body, or
         // by another job), and the body unless they cover every request.
         let processings = job.disk.usesStoredImages ? job.processings : []
         let needsFullSize = job.needsFullSize || !job.disk.usesStoredImages
-        effects.append {
-            self.diskQueue.async { [weak self] in
-                guard let self, !handle.isCancelled else { return }
-                let lookup = readDisk.lookUp(
-                    key, requestHeaders: request.headers, processings: processings, needsFullSize: needsFullSize,
-                    rules: rules, now: Date().timeIntervalSince1970)
-                switch lookup {
-                case .usable(let stored, let staleness):
-                    self.transferFinished(
-                        job, handle, .success(stored.response(for: request.url, policy: readDisk.policy)), stored: stored,
-                        stale: staleness)
-                case .stale(let stored):
-                    network(stored, nil)
-                case .miss where offline:
-                    self.transferFinished(job, handle, .failure(.notCached(request.url)))
-                case .miss:
-                    // What an earlier transfer received before it was cut off, to resume.
-                    network(nil, readDisk.store.partial(for: key))
-                }
-            }
-        }
+        effects.append { self.lookUpStored(transfer, processings: processings, needsFullSize: needsFullSize) }
     }
 
     /// From the transport: a failure is delivered at once; a body waits for
@@ -115,6 +80,7 @@ extension AsyncImageLoader {
             // Not this transfer's job any more: cancelled (before its task
             // existed) or the loader was let go.
             guard case .loading(let current) = job.phase, current === handle else { return }
+            StageWalk.note(.transfers, .up, job.url)
             DCEarlyEnd.transferCompleted(job, endedEarly: endedEarly)
             guard !job.requests.isEmpty else {
                 self.finish(job, &state, &effects)
