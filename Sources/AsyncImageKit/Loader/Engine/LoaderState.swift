@@ -16,7 +16,7 @@ struct LoaderState {
     var logger: Logger
     var prefetchShare: Double
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
-    var diskCache: DataCache?
+    var diskCache: (any DataCaching)?
     var diskStorage: DiskStorage
     var processedImageEncoding: ProcessedImageEncoding
     var endsTransfersAtDCScans: Bool
