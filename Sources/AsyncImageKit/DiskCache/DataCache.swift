@@ -38,8 +38,9 @@ import Foundation
 /// - **Start-up never waits for a scan**: the totals are rebuilt from the
 ///   folder in the background; lookups work meanwhile.
 ///
-/// Every method may be called from any thread.
-public final class DataCache: @unchecked Sendable {
+/// Every method may be called from any thread. A loader takes it, or any
+/// other ``DataCaching`` store, as its ``AsyncImageLoader/Configuration/diskCache``.
+public final class DataCache: DataCaching, @unchecked Sendable {
     /// How much the cache may hold.
     public struct Limits: Sendable, Hashable {
         /// The most bytes of entry files (default 150 MB).
@@ -172,25 +173,38 @@ public final class DataCache: @unchecked Sendable {
     /// - Throws: ``AsyncImageError/diskCache(path:message:)`` when the entry
     ///   cannot be written (the cache is unchanged).
     public func store(_ data: Data, for key: String, metadata: DataCacheMetadata = DataCacheMetadata()) throws(AsyncImageError) {
-        _ = try store(data, for: key, metadata: metadata, commit: nil)
+        _ = try write(data, for: key, metadata: metadata, readsReplaced: false) { _ in .replace() }
     }
 
-    /// Stores `data` for `key` if `commit`, shown the metadata of the entry
+    /// Stores `data` for `key` if `decide`, shown the metadata of the entry
     /// it would replace (nil: none), says so; then removes the entries whose
-    /// keys `commit` names. Without `commit` it stores unconditionally, and
-    /// the replaced entry is not read. The look, the replacement and the removals
+    /// keys the decision names. The look, the replacement and the removals
     /// happen under the folder's lock, as one step for every writer of every
     /// process: how a loader makes a response's parts visible together and
-    /// never over a newer response (see ``ImageDiskStore``). Returns whether
-    /// it was stored.
+    /// never over a newer response (see <doc:DiskCache>). Returns whether
+    /// it was stored. (The contract: ``DataCaching/store(_:for:metadata:replacing:)``.)
     ///
     /// Limits are held while writing: before the entry goes in, the least
     /// recently used entries go until it fits (down to 85% of each limit), so
     /// the folder passes its size limit by at most the entries being written
     /// at that moment (their temporary files).
-    package func store(
+    ///
+    /// - Throws: ``AsyncImageError/diskCache(path:message:)`` when the entry
+    ///   cannot be written (the cache is unchanged).
+    @discardableResult
+    public func store(
         _ data: Data, for key: String, metadata: DataCacheMetadata,
-        commit: ((_ replaced: DataCacheMetadata?) -> (store: Bool, remove: [String]))?
+        replacing decide: (_ replaced: DataCacheMetadata?) -> DataCacheReplacement
+    ) throws(AsyncImageError) -> Bool {
+        try write(data, for: key, metadata: metadata, readsReplaced: true, commit: decide)
+    }
+
+    /// Stores `data` for `key` as ``store(_:for:metadata:replacing:)`` does;
+    /// `readsReplaced` false: `commit` is shown nil, and the replaced entry
+    /// is not read (a plain store).
+    private func write(
+        _ data: Data, for key: String, metadata: DataCacheMetadata, readsReplaced: Bool,
+        commit: (_ replaced: DataCacheMetadata?) -> DataCacheReplacement
     ) throws(AsyncImageError) -> Bool {
         var metadata = metadata
         metadata.key = key
@@ -218,8 +232,8 @@ public final class DataCache: @unchecked Sendable {
         let outcome = exclusively { ledger -> (stored: Bool, count: Int, renameError: Int32?) in
             // The replaced entry is read only for a caller that decides on it
             // (a headers entry: small).
-            let decision = commit.map { $0(Self.metadata(at: path, key: key)) } ?? (store: true, remove: [])
-            guard decision.store else {
+            let decision = commit(readsReplaced ? Self.metadata(at: path, key: key) : nil)
+            guard decision.replaces else {
                 unlink(temporary)
                 return (false, ledger.count, nil)
             }
@@ -237,7 +251,7 @@ public final class DataCache: @unchecked Sendable {
             }
             ledger.size += bytes.count - (old ?? 0)
             ledger.count += old == nil ? 1 : 0
-            for other in decision.remove where other != key {
+            for other in decision.removing where other != key {
                 let otherPath = self.path(for: other)
                 if let size = fileSize(otherPath), unlink(otherPath) == 0 {
                     ledger.size -= size

@@ -1,7 +1,8 @@
 import Foundation
 
-/// How a loader lays out one URL's response in a ``DataCache``: the one
-/// owner of that layout and of the rule that ties its parts together.
+/// How a loader lays out one URL's response in a ``DataCaching`` store (a
+/// ``DataCache``, or another): the one owner of that layout and of the rule
+/// that ties its parts together.
 ///
 /// A response is kept as up to three kinds of entry, under keys derived from
 /// the request's disk key (its URL, see `LoadRequest.diskKey(for:)`) and the
@@ -25,10 +26,12 @@ import Foundation
 ///   body through the headers entry's generation, so it sees the new
 ///   response whole or the old one, never headers of one and a body of
 ///   another.
-/// - **One writer wins**: the headers entry replaces the old one under the
-///   cache's lock, and in the same step the replaced generation's body is
-///   removed. Two writers of one key, in one process or several, end with
-///   the last one's complete response; the other's body is removed with it.
+/// - **One writer wins**: the headers entry replaces the old one in one
+///   atomic step of the store (``DataCaching/store(_:for:metadata:replacing:)``;
+///   ``DataCache`` holds its folder's lock), and in that step the replaced
+///   generation's body is removed. Two writers of one key, in one process
+///   or several, end with the last one's complete response; the other's
+///   body is removed with it.
 /// - **A `304` keeps every part**: it rewrites the headers entry alone,
 ///   keeping its generation, and only while the stored generation is still
 ///   the one it refreshed (never over a newer response).
@@ -36,9 +39,9 @@ import Foundation
 ///   orphans every processed image of the old one, whatever its size; they
 ///   are never read again, and go as the least recently used.
 package struct ImageDiskStore: Sendable {
-    package let cache: DataCache
+    package let cache: any DataCaching
 
-    package init(cache: DataCache) {
+    package init(cache: any DataCaching) {
         self.cache = cache
     }
 
@@ -86,9 +89,9 @@ package struct ImageDiskStore: Sendable {
             part.generation = generation
             try cache.store(body, for: Self.originalKey(diskKey, generation: generation), metadata: part)
         }
-        _ = try cache.store(Data(), for: diskKey, metadata: metadata) { replaced in
-            guard let old = replaced?.generation, old != generation else { return (true, []) }
-            return (true, [Self.originalKey(diskKey, generation: old)])
+        try cache.store(Data(), for: diskKey, metadata: metadata) { replaced in
+            guard let old = replaced?.generation, old != generation else { return .replace() }
+            return .replace(removing: [Self.originalKey(diskKey, generation: old)])
         }
     }
 
@@ -105,7 +108,7 @@ package struct ImageDiskStore: Sendable {
     @discardableResult
     func refresh(_ metadata: DataCacheMetadata, for diskKey: String) throws(AsyncImageError) -> Bool {
         try cache.store(Data(), for: diskKey, metadata: metadata) { replaced in
-            (replaced?.generation != nil && replaced?.generation == metadata.generation, [])
+            replaced?.generation != nil && replaced?.generation == metadata.generation ? .replace() : .keep
         }
     }
 

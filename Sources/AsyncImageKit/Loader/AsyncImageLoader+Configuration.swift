@@ -34,7 +34,7 @@ extension AsyncImageLoader {
         /// nil: none). A body is stored once it decoded, and a display-size
         /// request's processed image once it was made (see ``diskStorage``);
         /// requests choose with ``ImageRequest/cachePolicy``.
-        public var diskCache: DataCache?
+        public var diskCache: (any DataCaching)?
         /// What goes to ``diskCache``: original bodies, processed images, or
         /// both (the default). A request may choose for itself with
         /// ``ImageRequest/diskStorage``.
@@ -93,7 +93,7 @@ extension AsyncImageLoader {
             cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
             notificationCenter: NotificationCenter = .default, dataLoader: (any DataLoading)? = nil,
-            diskCache: DataCache? = nil, diskStorage: DiskStorage = .both,
+            diskCache: (any DataCaching)? = nil, diskStorage: DiskStorage = .both,
             processedImageEncoding: ProcessedImageEncoding = .automatic,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
             requestModifier: (@Sendable (inout DataRequest) -> Void)? = nil,

@@ -204,7 +204,7 @@ extension AsyncImageLoader {
 
     /// The disk cache (see ``Configuration/diskCache``). A change affects
     /// transfers started later.
-    public var diskCache: DataCache? {
+    public var diskCache: (any DataCaching)? {
         get { state.withLock { $0.diskCache } }
         set { replace(\.diskCache, with: newValue) }
     }

@@ -13,7 +13,7 @@ struct LoaderState {
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
     var logger: Logger
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
-    var diskCache: DataCache?
+    var diskCache: (any DataCaching)?
     var diskStorage: DiskStorage
     var processedImageEncoding: ProcessedImageEncoding
     var endsTransfersAtDCScans: Bool
