@@ -11,6 +11,14 @@ import PackageDescription
 /// - `LoopbackHTTP`, `ImageFixtures`, `LoadMix`: support code for the tests,
 ///   the demo and the benchmark (a real HTTP/1.1 server on 127.0.0.1,
 ///   generated images, the load test's and the soak's request mix).
+/// - `DemoSupport`, `BenchmarkSupport`: the parts of the demo and the
+///   benchmark that the tests exercise in process (the demo's command line and
+///   recorder; the benchmark's result model and charts), so that no test
+///   target depends on an executable.
+/// - Two test targets: `AsyncImageKitTests`, fast and without sockets or child
+///   processes (`swift test --filter AsyncImageKitTests.`), and
+///   `AsyncImageKitIntegrationTests` (loopback HTTP, TLS, HTTP/2, child
+///   processes, load and crash tests); `TestSupport` holds what both use.
 ///
 /// Only the library's own needs go in `dependencies` (swift-log): the demo,
 /// the benchmark and the tests add none (the demo parses its own command
@@ -82,16 +90,29 @@ let package = Package(
             name: "asyncimage-crashtest", dependencies: ["CrashSafety"], path: "CrashTest",
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
+        // The demo's command line and recorder (Demo/Support), tested in process.
+        .target(
+            name: "DemoSupport", dependencies: ["AsyncImageKit"], path: "Demo/Support",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-demo",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP"],
+            dependencies: ["AsyncImageKit", "DemoSupport", "ImageFixtures", "LoopbackHTTP"],
             path: "Demo",
+            exclude: ["Support"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The benchmark's result model, charts and machine description
+        // (Benchmarks/Support), tested in process.
+        .target(
+            name: "BenchmarkSupport", dependencies: ["AsyncImageKit", "ImageFixtures", "CPNG", "CCurl"],
+            path: "Benchmarks/Support",
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-bench",
-            dependencies: ["AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF", "CCurl"],
+            dependencies: [
+                "AsyncImageKit", "BenchmarkSupport", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF", "CCurl",
+            ],
             path: "Benchmarks",
-            exclude: ["reference"],
+            exclude: ["reference", "Support"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // The HTTP cache held to the public HTTP cache test suite (see
@@ -118,15 +139,34 @@ let package = Package(
             exclude: ["Targets", "run", "smoke", "seeds", "lsan.supp"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
+        // What both test targets use: the fake transport and its harness, the
+        // seams' test doubles, the delivery log, the corpus, EXIF blocks, small
+        // helpers. No sockets, no child processes (those helpers live in the
+        // integration target).
+        .target(
+            name: "TestSupport",
+            dependencies: ["AsyncImageKit", "ImageFixtures", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
+        // The fast tests: no sockets, no child processes, no servers.
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP", "LoadMix", "asyncimage-demo", "asyncimage-bench",
-                "FuzzTargets", "CrashSafety",
+                "AsyncImageKit", "TestSupport", "ImageFixtures", "FuzzTargets", "DemoSupport", "BenchmarkSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.
             exclude: ["Resources"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // Loopback HTTP, TLS and HTTP/2 servers, child processes (workers,
+        // crash tests, the demo and benchmark binaries), load and leak checks.
+        .testTarget(
+            name: "AsyncImageKitIntegrationTests",
+            dependencies: [
+                "AsyncImageKit", "TestSupport", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CrashSafety", "DemoSupport",
+                "BenchmarkSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

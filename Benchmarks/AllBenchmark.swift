@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 
 // asyncimage-bench all: every workload with its peers in one run, several
@@ -207,16 +208,6 @@ func runAllBenchmarks(_ arguments: ArraySlice<String>) throws {
         for failure in failures { progressLine("FAILED: \(failure)") }
         exit(1)
     }
-}
-
-/// `to` relative to the folder `from` (both made absolute): `bench-output/all`, `../x`.
-func relativePath(from: URL, to: URL) -> String {
-    let base = from.standardizedFileURL.pathComponents
-    let target = to.standardizedFileURL.pathComponents
-    var common = 0
-    while common < base.count, common < target.count, base[common] == target[common] { common += 1 }
-    let parts = Array(repeating: "..", count: base.count - common) + target[common...]
-    return parts.isEmpty ? "." : parts.joined(separator: "/")
 }
 
 /// The thumbnails workload's section: the table with the floor, and the goal rows.

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 // Two sections of `asyncimage-bench all` built on the `loader --source/--set`

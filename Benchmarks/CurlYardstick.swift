@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 // The download-then-decode yardstick: what a shell user would do with the

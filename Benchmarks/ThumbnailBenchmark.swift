@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
@@ -260,14 +261,6 @@ struct ThumbnailContestant {
     var name: String
     var commands: [[String]]
     var parallel: Int
-}
-
-func which(_ program: String) -> String? {
-    for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-        let path = "\(folder)/\(program)"
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return nil
 }
 
 /// What `thumbnails` runs: the set, the rounds, the peers.

@@ -1,4 +1,5 @@
 import AsyncImageKit
+import DemoSupport
 import Foundation
 
 /// asyncimage-demo: the headless demo runner.
@@ -52,17 +53,4 @@ enum AsyncImageDemo {
         }
         try DemoRun(settings: options.settings, userSources: sources).run()
     }
-}
-
-/// Everything a run was asked to do (the defaults are the command line's).
-struct DemoSettings: Equatable {
-    var concurrentLoads = 2
-    var timeout: Double = 10
-    var output = "demo-output"
-    var cells = 16
-    var scrollSpeed: Double = 25
-    var seed: UInt64 = 1
-    var images = 300
-    var latency = 15
-    var json = false
 }

@@ -1,4 +1,5 @@
 import AsyncImageKit
+import DemoSupport
 import Foundation
 
 /// One run of the demo: gallery, screen of cells, scroll, pictures, report.

@@ -1,20 +1,8 @@
 import AsyncImageKit
+import DemoSupport
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
-
-/// One picture of the gallery.
-struct GalleryItem {
-    enum Kind: String, Codable {
-        case photo, png, gif, broken, missing, external
-    }
-
-    let index: Int
-    let kind: Kind
-    /// A small version to show first, if there is one.
-    let thumbnail: URL?
-    let full: URL
-}
 
 /// The generated sample gallery, served from memory by a server on
 /// 127.0.0.1 (port chosen by the system) that waits `latency` ms (with some

@@ -1,4 +1,5 @@
 import AsyncImageKit
+import DemoSupport
 import Foundation
 import ImageFixtures
 

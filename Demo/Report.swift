@@ -1,4 +1,5 @@
 import AsyncImageKit
+import DemoSupport
 import Foundation
 
 /// report.json: the run's settings, totals, final screen and every request.

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// The disk layer over a store that is not a ``DataCache``: a loader backed
@@ -27,7 +28,7 @@ final class DataCachingSeamTests: XCTestCase {
         return fake
     }
 
-    /// `http://127.0.0.1/img/N.png`: the fake answers it with a 4x4 PNG of ``ImageServer/color(_:)``.
+    /// `http://127.0.0.1/img/N.png`: the fake answers it with a 4x4 PNG of ``NumberedImage/color(_:)``.
     private static func url(_ n: Int) -> URL { URL(string: "http://127.0.0.1/img/\(n).png")! }
 
     /// A response is stored whole in the store (headers entry under the URL,
@@ -56,11 +57,11 @@ final class DataCachingSeamTests: XCTestCase {
         let reader = loader(store, transport)
         let second = try await reader.response(for: ImageRequest(url: url))
         XCTAssertEqual(second.source, .diskCache)
-        XCTAssertEqual(second.image.pixel(x: 0, y: 0), ImageServer.color(3))
+        XCTAssertEqual(second.image.pixel(x: 0, y: 0), NumberedImage.color(3))
         XCTAssertEqual(second.http?.statusCode, 200)
         XCTAssertEqual(fake.startedPaths.count, 1, "no second transfer")
         XCTAssertTrue(reader.hasCachedImage(for: ImageRequest(url: url)))
-        XCTAssertEqual(reader.cachedImage(for: ImageRequest(url: url))?.pixel(x: 0, y: 0), ImageServer.color(3))
+        XCTAssertEqual(reader.cachedImage(for: ImageRequest(url: url))?.pixel(x: 0, y: 0), NumberedImage.color(3))
         // The data-level API reads the same entries.
         let bytes = try await reader.data(for: url)
         XCTAssertEqual(bytes.source, .cache)
@@ -98,7 +99,7 @@ final class DataCachingSeamTests: XCTestCase {
         XCTAssertEqual(revalidated.source, .diskCache)
         XCTAssertEqual(revalidated.http?.isRevalidated, true)
         XCTAssertEqual(revalidated.http?.statusCode, 200, "the stored status, not the 304's")
-        XCTAssertEqual(revalidated.image.pixel(x: 0, y: 0), ImageServer.color(4), "the stored body: the 304 had none")
+        XCTAssertEqual(revalidated.image.pixel(x: 0, y: 0), NumberedImage.color(4), "the stored body: the 304 had none")
         let refreshed = try XCTUnwrap(store.metadata(for: key))
         XCTAssertEqual(refreshed.generation, generation, "the 304 kept the generation, and so the body")
         XCTAssertEqual(refreshed.http?.headers["cache-control"], "max-age=60", "and rewrote the headers")
@@ -137,7 +138,7 @@ final class DataCachingSeamTests: XCTestCase {
         let changed = try await loader.response(for: ImageRequest(url: url))
         loader.flushDiskWrites()
         XCTAssertEqual(changed.source, .network)
-        XCTAssertEqual(changed.image.pixel(x: 0, y: 0), ImageServer.color(12), "the new image")
+        XCTAssertEqual(changed.image.pixel(x: 0, y: 0), NumberedImage.color(12), "the new image")
         let stored = try XCTUnwrap(store.metadata(for: key))
         let new = try XCTUnwrap(stored.generation)
         XCTAssertNotEqual(new, old)
@@ -170,7 +171,7 @@ final class DataCachingSeamTests: XCTestCase {
         let hit = try await reader.response(for: thumb)
         XCTAssertEqual(hit.source, .diskCache)
         XCTAssertEqual(hit.image.size, PixelSize(width: 2, height: 2))
-        XCTAssertEqual(hit.image.pixel(x: 1, y: 1), ImageServer.color(6))
+        XCTAssertEqual(hit.image.pixel(x: 1, y: 1), NumberedImage.color(6))
         XCTAssertEqual(fake.startedPaths.count, 1, "no transfer")
         XCTAssertTrue(store.reads.contains(processed), "the thumbnail was read back")
         XCTAssertFalse(store.reads.contains(original), "and the original not read at all")
@@ -291,7 +292,7 @@ final class DataCachingSeamTests: XCTestCase {
         store.failsReads = true
         let unread = try await loader.response(for: request)
         XCTAssertEqual(unread.source, .network, "a failed read is a miss")
-        XCTAssertEqual(unread.image.pixel(x: 0, y: 0), ImageServer.color(8))
+        XCTAssertEqual(unread.image.pixel(x: 0, y: 0), NumberedImage.color(8))
         XCTAssertEqual(fake.startedPaths.count, 2)
         XCTAssertFalse(loader.hasCachedImage(for: request))
         XCTAssertNil(loader.cachedImage(for: request))
@@ -329,7 +330,7 @@ final class DataCachingSeamTests: XCTestCase {
         let unstored = try await loader.response(for: ImageRequest(url: other))
         loader.flushDiskWrites()
         XCTAssertEqual(unstored.source, .network)
-        XCTAssertEqual(unstored.image.pixel(x: 0, y: 0), ImageServer.color(9))
+        XCTAssertEqual(unstored.image.pixel(x: 0, y: 0), NumberedImage.color(9))
         XCTAssertFalse(store.keys.contains { $0.hasPrefix(other.absoluteString) })
         XCTAssertFalse(loader.hasCachedImage(for: ImageRequest(url: other)))
     }

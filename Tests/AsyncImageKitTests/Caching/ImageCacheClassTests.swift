@@ -1,7 +1,6 @@
 @testable import AsyncImageKit
 import Foundation
 import ImageFixtures
-import LoopbackHTTP
 import XCTest
 
 private func key(_ n: Int) -> ImageCacheKey { ImageCacheKey(url: "http://127.0.0.1/\(n).png", processing: "") }
@@ -252,22 +251,5 @@ final class ImageCacheClassTests: XCTestCase {
         XCTAssertLessThanOrEqual(cache.totalCost, 40 * 64)
         XCTAssertEqual(cache.totalCost, cache.count * 64)
         XCTAssertEqual(cache.keysByRecency.count, cache.count)
-    }
-
-    /// The loader stores a request's image in the request's class.
-    func testLoaderStoresTheRequestsClass() async throws {
-        let h = try LoaderHarness()
-        var thumbnail = ImageRequest(url: h.server.url(3), targetSize: PixelSize(width: 2, height: 2))
-        thumbnail.cacheClass = .thumbnail
-        var original = ImageRequest(url: h.server.url(4))
-        original.cacheClass = .original
-        XCTAssertNotEqual(original, ImageRequest(url: h.server.url(4)), "the class is part of a request's equality")
-        _ = try await h.loader.image(for: thumbnail)
-        _ = try await h.loader.image(for: original)
-        _ = try await h.loader.image(for: ImageRequest(url: h.server.url(5)))
-        XCTAssertEqual(
-            h.cache.keysByRecency, [thumbnail.cacheKey, ImageRequest(url: h.server.url(5)).cacheKey, original.cacheKey])
-        h.cache.removeImages(below: .thumbnail)
-        XCTAssertEqual(h.cache.keysByRecency, [thumbnail.cacheKey])
     }
 }

@@ -1,6 +1,7 @@
 import AsyncImageKit
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 /// What the loader asks of its memory cache, seen through
@@ -69,11 +70,11 @@ final class ImageCachingSeamTests: XCTestCase {
         let loader = loader(cache, fake)
         let url = Self.url(12)
         let skipping = ImageRequest(url: url, cachePolicy: .skipMemoryReads)
-        cache.answer(SyntheticImage.solid(width: 3, height: 3, color: ImageServer.color(99)), for: skipping.cacheKey)
+        cache.answer(SyntheticImage.solid(width: 3, height: 3, color: NumberedImage.color(99)), for: skipping.cacheKey)
 
         let response = try await loader.response(for: skipping)
         XCTAssertEqual(response.source, .network)
-        XCTAssertEqual(response.image.pixel(x: 0, y: 0), ImageServer.color(12))
+        XCTAssertEqual(response.image.pixel(x: 0, y: 0), NumberedImage.color(12))
         XCTAssertFalse(loader.hasCachedImage(for: skipping))
         XCTAssertNil(loader.cachedImage(for: skipping))
         XCTAssertEqual(cache.lookUps, [])
@@ -144,13 +145,13 @@ final class ImageCachingSeamTests: XCTestCase {
         let cache = RecordingImageCache()
         let loader = loader(cache, fake)
         let request = ImageRequest(url: Self.url(16))
-        let image = SyntheticImage.solid(width: 3, height: 5, color: ImageServer.color(42))
+        let image = SyntheticImage.solid(width: 3, height: 5, color: NumberedImage.color(42))
         cache.answer(image, for: request.cacheKey)
 
         let response = try await loader.response(for: request)
         XCTAssertEqual(response.source, .memoryCache)
         XCTAssertEqual(response.image.size, PixelSize(width: 3, height: 5))
-        XCTAssertEqual(response.image.pixel(x: 0, y: 0), ImageServer.color(42))
+        XCTAssertEqual(response.image.pixel(x: 0, y: 0), NumberedImage.color(42))
 
         let log = DeliveryLog()
         loader.loadImage(request, success: log.success, failure: log.failure)

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// Every file of the test corpus (Resources/corpus) decodes (or fails) as its manifest says.

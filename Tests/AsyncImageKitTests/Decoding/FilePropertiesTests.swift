@@ -1,6 +1,7 @@
 @testable import AsyncImageKit
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 /// ``ImageFileProperties`` and ``EXIFProperties`` read from generated files,

@@ -2,6 +2,7 @@
 import CImageCodecs
 import Foundation
 import FuzzTargets
+import TestSupport
 import XCTest
 
 /// Every input the fuzzer (`Fuzz/run`) found a problem with (and crafted variants), kept in

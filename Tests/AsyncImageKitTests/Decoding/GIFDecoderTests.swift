@@ -1,6 +1,7 @@
 @testable import AsyncImageKit
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 final class GIFDecoderTests: XCTestCase {

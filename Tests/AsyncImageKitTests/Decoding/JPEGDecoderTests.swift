@@ -1,6 +1,7 @@
 import AsyncImageKit
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 final class JPEGDecoderTests: XCTestCase {

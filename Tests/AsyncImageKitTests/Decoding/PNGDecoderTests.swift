@@ -1,6 +1,7 @@
 import AsyncImageKit
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 /// PNG decoding checked pixel by pixel on generated files of every colour

@@ -1,6 +1,7 @@
 @testable import AsyncImageKit
 import Foundation
 import Logging
+import TestSupport
 import XCTest
 
 /// The async API never waits for the delivery queue; cancellation ends one
@@ -13,7 +14,7 @@ final class AsyncAndDeliveryTests: XCTestCase {
         h.transport.isSuspended = false
         h.queue.suspend()  // a delivery queue nobody services
         let image = try await h.loader.image(for: h.url(7))
-        XCTAssertEqual(image.pixel(x: 0, y: 0), ImageServer.color(7))
+        XCTAssertEqual(image.pixel(x: 0, y: 0), NumberedImage.color(7))
         let cached = try await h.loader.image(for: h.url(7))
         XCTAssertEqual(cached.size, image.size)
         XCTAssertEqual(h.log.events, [], "notifications wait for the queue")
@@ -148,59 +149,5 @@ final class AsyncAndDeliveryTests: XCTestCase {
         XCTAssertTrue(texts.contains { $0.contains("transfer failed: HTTP status 503") }, "\(texts)")
         XCTAssertTrue(texts.contains { $0.contains("cancelling the transfer of http://127.0.0.1/img/3.png") }, "\(texts)")
         XCTAssertTrue(AsyncImageLoader.silentLogger.handler is SwiftLogNoOpLogHandler, "silent by default")
-    }
-}
-
-/// A swift-log handler that records messages for a test.
-final class LogRecorder: @unchecked Sendable {
-    struct Message {
-        let level: Logger.Level
-        let text: String
-    }
-
-    private let lock = NSLock()
-    private var recorded: [Message] = []
-    /// Signalled at the first message.
-    let firstMessage = DispatchSemaphore(value: 0)
-    /// Runs for every message, on the thread that logs.
-    var onLog: (@Sendable (Message) -> Void)? {
-        get { lock.withLock { hook } }
-        set { lock.withLock { hook = newValue } }
-    }
-    private var hook: (@Sendable (Message) -> Void)?
-    let level: Logger.Level
-
-    init(level: Logger.Level = .info) { self.level = level }
-
-    var messages: [Message] { lock.withLock { recorded } }
-
-    var logger: Logger {
-        var logger = Logger(label: "AsyncImageKit", factory: { _ in Handler(recorder: self) })
-        logger.logLevel = level
-        return logger
-    }
-
-    fileprivate func record(_ message: Message) {
-        let (first, hook) = lock.withLock { () -> (Bool, (@Sendable (Message) -> Void)?) in
-            recorded.append(message)
-            return (recorded.count == 1, self.hook)
-        }
-        hook?(message)
-        if first { firstMessage.signal() }
-    }
-
-    private struct Handler: LogHandler {
-        let recorder: LogRecorder
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            recorder.record(Message(level: event.level, text: "\(event.message)"))
-        }
     }
 }

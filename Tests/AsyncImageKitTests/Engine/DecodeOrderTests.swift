@@ -1,5 +1,6 @@
 @testable import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// The decode scheduler's order, exactly: bodies that wait for a decoder

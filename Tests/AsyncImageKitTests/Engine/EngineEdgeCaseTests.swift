@@ -1,6 +1,7 @@
 @testable import AsyncImageKit
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 /// Edge cases found in review of the engine: each test fails without its fix.

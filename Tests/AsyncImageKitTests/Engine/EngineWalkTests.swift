@@ -1,5 +1,6 @@
 @testable import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// The graph in `AsyncImageLoader` holds: a request goes down through the

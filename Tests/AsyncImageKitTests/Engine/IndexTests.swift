@@ -1,4 +1,5 @@
 @testable import AsyncImageKit
+import TestSupport
 import XCTest
 
 /// The engine's indexes keep their common case inline (a target's one

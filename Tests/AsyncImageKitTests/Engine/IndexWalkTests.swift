@@ -1,5 +1,6 @@
 #if DEBUG  // IndexWalk counts in debug builds only
 @testable import AsyncImageKit
+import TestSupport
 import XCTest
 
 /// The loader engine issue, item 12: no call may scan every pending request.

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// ImagePrefetcher's cap on slots, and request sequences.

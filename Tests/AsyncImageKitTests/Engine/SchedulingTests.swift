@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// The transfer queue's rules, exactly, through a transport the test

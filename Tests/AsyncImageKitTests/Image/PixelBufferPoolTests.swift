@@ -2,6 +2,7 @@
 import CImageCodecs
 import Foundation
 import ImageFixtures
+import TestSupport
 import XCTest
 
 final class PixelBufferPoolTests: XCTestCase {

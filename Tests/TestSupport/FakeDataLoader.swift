@@ -1,0 +1,175 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+import XCTest
+
+/// A transport with no sockets, for exact scheduling tests (Nuke's
+/// `MockDataLoader`): it records the order in which transfers start and
+/// answers `/img/N.png` with a 4x4 PNG of ``NumberedImage/color(_:)``. While
+/// ``isSuspended`` is on (the default), transfers wait until the test
+/// ``finish(_:)``es them, so a test decides every order itself.
+public final class FakeDataLoader: DataLoading, @unchecked Sendable {
+    private final class Transfer: DataLoadingTask, @unchecked Sendable {
+        let url: URL
+        let owner: FakeDataLoader
+        /// Dropped once used; kept after a cancel, as libcurl's transfers
+        /// keep theirs (so a loader that held on to a cancelled task would leak).
+        var completion: (@Sendable (Result<DataResponse, AsyncImageError>) -> Void)?
+        /// Guarded by the owner's lock.
+        var done = false
+        var cancelled = false
+
+        init(url: URL, owner: FakeDataLoader, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void) {
+            self.url = url
+            self.owner = owner
+            self.completion = completion
+        }
+
+        func cancel() -> Bool { owner.cancel(self) }
+    }
+
+    private let lock = NSLock()
+    private var suspended = true
+    /// Held weakly, as libcurl's loop lets go of a transfer once it ended:
+    /// what keeps a transfer alive is the task the loader holds.
+    private struct WeakTransfer {
+        weak var transfer: Transfer?
+    }
+
+    private var weakTransfers: [WeakTransfer] = []
+    private var transfers: [Transfer] { weakTransfers.compactMap(\.transfer) }
+    private var started: [String] = []
+    private var cancelledPaths: [String] = []
+    private var waiters: [(count: Int, expectation: XCTestExpectation)] = []
+    private var failures: [String: AsyncImageError] = [:]
+    private let queue = DispatchQueue(label: "fake transport", attributes: .concurrent)
+
+    public init() {}
+
+    /// While on, new transfers wait for ``finish(_:)``; turning it off finishes every waiting one.
+    public var isSuspended: Bool {
+        get { lock.withLock { suspended } }
+        set {
+            let waiting = lock.withLock { () -> [Transfer] in
+                suspended = newValue
+                return newValue ? [] : transfers.filter { !$0.done }
+            }
+            waiting.forEach { complete($0) }
+        }
+    }
+
+    /// Paths in the order their transfers started.
+    public var startedPaths: [String] { lock.withLock { started } }
+
+    /// The requests of the transfers started, in order.
+    public var startedRequests: [DataRequest] { lock.withLock { requests } }
+    private var requests: [DataRequest] = []
+
+    /// Paths whose transfers were cancelled before they finished.
+    public var cancelled: [String] { lock.withLock { cancelledPaths } }
+
+    /// Transfers started and not yet finished or cancelled.
+    public var running: [String] { lock.withLock { transfers.filter { !$0.done }.map(\.url.path) } }
+
+    /// Makes transfers of `url` fail with `error`.
+    public func fail(_ url: URL, with error: AsyncImageError) { lock.withLock { failures[url.path] = error } }
+
+    /// An expectation fulfilled once `count` transfers have started.
+    public func starts(_ count: Int, _ test: XCTestCase) -> XCTestExpectation {
+        let expectation = test.expectation(description: "\(count) transfers started")
+        let done = lock.withLock { () -> Bool in
+            if started.count >= count { return true }
+            waiters.append((count, expectation))
+            return false
+        }
+        if done { expectation.fulfill() }
+        return expectation
+    }
+
+    /// Finishes the waiting transfer of `url` (its completion runs on another thread).
+    public func finish(_ url: URL) {
+        let transfer = lock.withLock { transfers.first { $0.url.path == url.path && !$0.done } }
+        guard let transfer else { return XCTFail("no waiting transfer of \(url.path)") }
+        complete(transfer)
+    }
+
+    public func loadData(
+        _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) -> any DataLoadingTask {
+        let url = request.url
+        let transfer = Transfer(url: url, owner: self, completion: completion)
+        let (runNow, ready) = lock.withLock { () -> (Bool, [XCTestExpectation]) in
+            weakTransfers.append(WeakTransfer(transfer: transfer))
+            started.append(url.path)
+            requests.append(request)
+            let ready = waiters.filter { $0.count <= started.count }.map(\.expectation)
+            waiters.removeAll { $0.count <= started.count }
+            return (!suspended, ready)
+        }
+        ready.forEach { $0.fulfill() }
+        if runNow { complete(transfer) }
+        return transfer
+    }
+
+    private func complete(_ transfer: Transfer) {
+        let taken = lock.withLock { () -> (AsyncImageError?, @Sendable (Result<DataResponse, AsyncImageError>) -> Void)? in
+            guard !transfer.done, let completion = transfer.completion else { return nil }
+            transfer.done = true
+            transfer.completion = nil
+            return (failures[transfer.url.path], completion)
+        }
+        guard let (error, completion) = taken else { return }
+        let url = transfer.url
+        queue.async {
+            if let error { return completion(.failure(error)) }
+            completion(.success(Self.response(for: url)))
+        }
+    }
+
+    private func cancel(_ transfer: Transfer) -> Bool {
+        lock.withLock {
+            guard !transfer.done else { return false }
+            transfer.done = true
+            transfer.cancelled = true
+            cancelledPaths.append(transfer.url.path)
+            return true
+        }
+    }
+
+    public static func response(for url: URL) -> DataResponse {
+        let name = url.lastPathComponent.replacingOccurrences(of: ".png", with: "")
+        let png = try! PNGEncoder().encode(SyntheticImage.solid(width: 4, height: 4, color: NumberedImage.color(Int(name) ?? 0)))
+        return DataResponse(url: url, finalURL: url, statusCode: 200, contentType: "image/png", data: png)
+    }
+}
+
+/// A loader over a ``FakeDataLoader``, with its own cache, notification
+/// center and serial delivery queue, and a delivery log.
+public struct FakeHarness: Sendable {
+    public let transport = FakeDataLoader()
+    public let loader: AsyncImageLoader
+    public let cache = ImageCache()
+    public let center = NotificationCenter()
+    public let queue = DispatchQueue(label: "fake harness delivery")
+    public let log = DeliveryLog()
+
+    public init(concurrentLoads: Int = 1, cache: Bool = true, prefetchShare: Double = 0.5) {
+        loader = AsyncImageLoader(
+            configuration: .init(
+                cache: cache ? self.cache : nil, concurrentLoads: concurrentLoads, deliveryQueue: queue,
+                notificationCenter: center, dataLoader: transport, prefetchShare: prefetchShare))
+        _ = log.observe(center)
+        log.checkQueue(queue)
+    }
+
+    /// `http://127.0.0.1/img/N.png` (never fetched: the transport is fake).
+    public func url(_ n: Int) -> URL { URL(string: "http://127.0.0.1/img/\(n).png")! }
+
+    @discardableResult
+    public func load(_ n: Int, target: AnyObject? = nil, priority: ImagePriority = .normal) -> ImageTask {
+        loader.loadImage(
+            ImageRequest(url: url(n), priority: priority), target: target, success: log.success, failure: log.failure)
+    }
+
+    public func drainDeliveries() { queue.sync {} }
+}
