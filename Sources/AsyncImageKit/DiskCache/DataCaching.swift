@@ -48,7 +48,11 @@ import Foundation
 /// on the caller's thread in ``AsyncImageLoader/hasCachedImage(for:)`` and
 /// ``AsyncImageLoader/cachedImage(for:)``. A write that throws is skipped
 /// (at most logged): the image or response is still delivered.
-public protocol DataCaching: Sendable {
+///
+/// A store is a class (as ``ImageCaching``'s are): the loader keeps a
+/// reference to it in every transfer, which then costs a pointer, not a
+/// value's inline box.
+public protocol DataCaching: AnyObject, Sendable {
     /// The data and metadata stored for `key`, written by one write, or nil
     /// (none, or unreadable: a miss).
     func entry(for key: String) -> (data: Data, metadata: DataCacheMetadata)?

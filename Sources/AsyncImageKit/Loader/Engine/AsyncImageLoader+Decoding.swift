@@ -1,8 +1,11 @@
 import Foundation
 
-/// The decode stage: one decoder per core, the most urgent waiting body
-/// first; each body decoded once per display size its requests ask for, and
-/// each result stored in its requests' caches before they are delivered.
+/// The decode stage (its state: ``DecodeScheduler``), on the way up: one
+/// decoder per core, the waiting bodies in the transfer queue's order; each
+/// body decoded once per display size its requests ask for and processed.
+/// Then the store stage (the disk writes handed to their queue, the image
+/// put in its requests' memory caches) and the job's requests of that size,
+/// each handed to delivery.
 extension AsyncImageLoader {
     /// Starts decodes while decoders are free, in the ``DecodeScheduler``'s
     /// order. Each start frees that job's transfer slot.

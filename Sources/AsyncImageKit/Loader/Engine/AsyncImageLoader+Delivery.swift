@@ -4,7 +4,8 @@ import Logging
 /// The delivery stage: where a request's outcome becomes a notification and
 /// an action (on the delivery queue, in order), or resumes an async caller
 /// (at once, on the loader's own thread). Delivering a request supersedes
-/// the earlier requests of its lane: the one place that rule is applied.
+/// the earlier requests of its target and action (``RequestTable``'s rule,
+/// applied in `markDelivered`), and ends it in the request table.
 extension AsyncImageLoader {
     /// Under the lock: schedules the delivery of `outcome`, made by `job`, to
     /// `record` (which has left the job), with where it came from. A stale

@@ -1,7 +1,9 @@
 import Foundation
 
-/// The request stage: a request enters (cache hit, or a lane and a job),
-/// changes priority, or ends cancelled. One home for each rule.
+/// The request stage (its state: ``RequestTable``, and the ``JobTable`` a
+/// request joins): a request enters (its memory lookup, then a cache hit,
+/// a refusal, or a lane and a job), changes priority, or ends (``end(_:as:_:_:)``,
+/// reached by every cancel and every delivery).
 extension AsyncImageLoader {
     /// Makes a request: a cache hit is scheduled for delivery at once (before
     /// this returns when called on the delivery queue); anything else joins

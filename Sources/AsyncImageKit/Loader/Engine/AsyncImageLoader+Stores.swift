@@ -1,7 +1,8 @@
 import Foundation
 
-/// The store stage, on the way back up: what a decode made is kept on disk
-/// (the memory cache is filled by the decode stage itself). What may be
+/// The store stage's disk part, on the way back up: what a decode made is
+/// kept on disk (called by the decode stage, which then fills the memory
+/// caches). What may be
 /// stored is ``HTTPCache``'s to say (RFC 9111); the layout is ``ImageDiskStore``'s.
 extension AsyncImageLoader {
     /// Under the lock, after `job` decoded `image` for `key` from `body`:

@@ -1,7 +1,10 @@
 import Foundation
 
-/// The transfer stage: slots, the queue's order, the transport, and the
-/// sweep that stops transfers of deallocated targets.
+/// The transfer stage (its state: ``TransferSlots``): going down, the best
+/// waiting lanes' jobs take the free slots (`pump`, `start`); coming up, a
+/// transfer's outcome arrives (`transferFinished`): a failure is delivered,
+/// a body waits for a decoder. And the sweep that stops the transfers of
+/// deallocated targets.
 extension AsyncImageLoader {
     /// Starts the best waiting lanes' next jobs while slots are free.
     func pump(_ state: inout LoaderState, _ effects: inout Effects) {
@@ -119,7 +122,10 @@ extension AsyncImageLoader {
     /// what its phase held (a transfer task, a body), are released after the lock.
     func finish(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         // Its slot, if it still holds one (loading, or waiting for a decoder).
-        state.slots.release(of: job)
+        switch job.phase {
+        case .loading, .awaitingDecoder: state.slots.release(of: job)
+        case .queued, .decoding, .finished: break
+        }
         let phase = job.phase
         effects.append { withExtendedLifetime(phase) {} }
         effects.keep.park(job)

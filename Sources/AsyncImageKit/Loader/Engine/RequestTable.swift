@@ -61,20 +61,20 @@ struct RequestTable {
     /// requests or the target's lanes; nothing else is walked.
     func requests(url: String?, of object: AnyObject?, action: String?, _ keep: inout KeepAlive) -> [LoadRequest] {
         guard let object else { return url.map { Array(byURL[$0] ?? RequestSet()) } ?? [] }
-        let lanes: [Lane]
         if let action {
-            lanes = targets.lane(of: object, action: action, &keep).map { [$0] } ?? []
-        } else {
-            lanes = targets.lanes(of: object, &keep)
+            // None: the target has nothing pending with this action.
+            guard let lane = targets.lane(of: object, action: action, &keep) else { return [] }
+            guard let url else { return lane.pending }
+            let forURL = byURL[url] ?? RequestSet()
+            if lane.live < forURL.count { return lane.pending.filter { $0.urlKey == url } }
+            return forURL.filter { $0.actionName == action && $0.targets(object, &keep) }
         }
-        guard let url else { return lanes.flatMap(\.pending) }
+        guard let url else { return targets.lanes(of: object, &keep).flatMap(\.pending) }
         let forURL = byURL[url] ?? RequestSet()
-        if lanes.reduce(0, { $0 + $1.live }) < forURL.count {
-            return lanes.flatMap(\.pending).filter { $0.urlKey == url }
+        if targets.pendingCount(of: object, &keep) < forURL.count {
+            return targets.lanes(of: object, &keep).flatMap(\.pending).filter { $0.urlKey == url }
         }
-        return forURL.filter { record in
-            (action.map { record.actionName == $0 } ?? true) && record.targets(object, &keep)
-        }
+        return forURL.filter { $0.targets(object, &keep) }
     }
 
     /// Every pending request (the loader's `deinit`).
