@@ -48,13 +48,28 @@ final class HTTP2WakeUpTests: XCTestCase {
         let loader = DataLoader(configuration: TransportConfiguration(timeout: 10, certificateAuthorities: certificates.authority))
         let rounds = 360
         var durations: [Double] = []
-        for _ in 0..<rounds {
-            let start = DispatchTime.now().uptimeNanoseconds
-            let responses = try await withThrowingTaskGroup(of: DataResponse.self) { group in
+        // A connection the server drops (curl error 55, a broken pipe: seen
+        // in two CI runs of this test's 2,880 transfers, cause not found; not
+        // a stall, which is what this test is about) fails its round, which
+        // is then run once more on a new connection; a stall, a timeout or
+        // wrong bytes are never retried.
+        var dropped: [String] = []
+        func round() async throws -> [DataResponse] {
+            try await withThrowingTaskGroup(of: DataResponse.self) { group in
                 for path in expected.keys {
                     group.addTask { try await loader.data(from: server.url(path)) }
                 }
                 return try await group.reduce(into: [DataResponse]()) { $0.append($1) }
+            }
+        }
+        for _ in 0..<rounds {
+            let start = DispatchTime.now().uptimeNanoseconds
+            let responses: [DataResponse]
+            do {
+                responses = try await round()
+            } catch AsyncImageError.transport(let url, let code, let message) where [52, 55, 56].contains(code) {
+                dropped.append("\(url.path): curl error \(code): \(message)")
+                responses = try await round()
             }
             durations.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             XCTAssertEqual(responses.count, expected.count)
@@ -63,6 +78,8 @@ final class HTTP2WakeUpTests: XCTestCase {
                 XCTAssertEqual(response.httpVersion, .http2, "\(response.url)")
             }
         }
+        if !dropped.isEmpty { print("HTTP/2 rounds: connections dropped: \(dropped); nghttpd said: \(server.output.suffix(2000))") }
+        XCTAssertLessThanOrEqual(dropped.count, 1, "connections dropped by the server: \(dropped)")
         let median = durations.sorted()[rounds / 2]
         let held = durations.filter { $0 >= 1 && $0 >= 5 * median }
         print("HTTP/2 rounds: median \(String(format: "%.3f", median)) s, slowest \(String(format: "%.3f", durations.max()!)) s, held \(held.count) of \(rounds)")

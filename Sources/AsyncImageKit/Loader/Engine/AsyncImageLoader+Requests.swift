@@ -174,12 +174,12 @@ extension AsyncImageLoader {
         }
         guard let job = record.job else { return }
         job.leave(record)
-        if job.requests.isEmpty { abandon(job, &state, &effects) }
+        if job.requests.isEmpty { drop(job, &state, &effects) }
     }
 
     /// `job` has no request left: it ends, and its transfer is stopped,
     /// unless its decode runs already (the image is still cached).
-    private func abandon(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
+    private func drop(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         switch job.phase {
         case .queued:
             finish(job, &state, &effects)
