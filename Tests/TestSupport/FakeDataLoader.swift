@@ -153,11 +153,14 @@ public struct FakeHarness: Sendable {
     public let queue = DispatchQueue(label: "fake harness delivery")
     public let log = DeliveryLog()
 
-    public init(concurrentLoads: Int = 1, cache: Bool = true, prefetchShare: Double = 0.5) {
-        loader = AsyncImageLoader(
-            configuration: .init(
-                cache: cache ? self.cache : nil, concurrentLoads: concurrentLoads, deliveryQueue: queue,
-                notificationCenter: center, dataLoader: transport, prefetchShare: prefetchShare))
+    public init(
+        concurrentLoads: Int = 1, cache: Bool = true, prefetchShare: Double = 0.5, queueOrder: QueueOrder = .lifo
+    ) {
+        var configuration = AsyncImageLoader.Configuration(
+            cache: cache ? self.cache : nil, concurrentLoads: concurrentLoads, deliveryQueue: queue,
+            notificationCenter: center, dataLoader: transport, prefetchShare: prefetchShare)
+        configuration.queueOrder = queueOrder
+        loader = AsyncImageLoader(configuration: configuration)
         _ = log.observe(center)
         log.checkQueue(queue)
     }

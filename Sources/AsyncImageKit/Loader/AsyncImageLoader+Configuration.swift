@@ -52,6 +52,10 @@ extension AsyncImageLoader {
         /// while visible requests wait (default 0.5, rounded down: one of two
         /// slots). With nothing visible waiting, prefetching may use every slot.
         public var prefetchShare: Double
+        /// The order among waiting requests of equal priority, for transfer
+        /// slots and then decoders (default ``QueueOrder/lifo``, for screens;
+        /// ``QueueOrder/fifo`` for services). Fixed for the loader's life.
+        public var queueOrder: QueueOrder = .lifo
         /// Called just before each transfer starts (not while it waits in the
         /// queue), on the thread that starts it and outside the loader's
         /// lock: may add or sign headers, e.g. an authorization token that

@@ -202,6 +202,10 @@ extension AsyncImageLoader {
         }
     }
 
+    /// The order among waiting requests of equal priority (see
+    /// ``Configuration/queueOrder``; fixed for the loader's life).
+    public var queueOrder: QueueOrder { state.withLock { $0.slots.queue.order } }
+
     /// The disk cache (see ``Configuration/diskCache``). A change affects
     /// transfers started later.
     public var diskCache: (any DataCaching)? {

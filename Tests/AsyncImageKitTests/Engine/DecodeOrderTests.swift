@@ -42,8 +42,8 @@ final class DecodeOrderTests: XCTestCase {
     /// Two bodies, `older` then `newer`, waiting for a decoder while every
     /// decoder is held; `raiseOlder` raises the older one's priority while
     /// it waits. Returns the order they were decoded in.
-    private func decodeOrder(raiseOlder: Bool) -> [String] {
-        let h = FakeHarness(concurrentLoads: 8)
+    private func decodeOrder(raiseOlder: Bool, order: QueueOrder = .lifo) -> [String] {
+        let h = FakeHarness(concurrentLoads: 8, queueOrder: order)
         let decoders = h.loader.state.withLock { $0.decodes.decoders }
         XCTAssertLessThanOrEqual(decoders + 2, 8, "room for every held decode and the two bodies")
         let release = DispatchSemaphore(value: 0)
@@ -84,6 +84,11 @@ final class DecodeOrderTests: XCTestCase {
 
     func testTheMostRecentBodyIsDecodedFirstAmongEquals() {
         XCTAssertEqual(decodeOrder(raiseOlder: false), ["newer", "older"])
+    }
+
+    /// First come, first served: the body of the older request first.
+    func testTheOldestBodyIsDecodedFirstInFIFOOrder() {
+        XCTAssertEqual(decodeOrder(raiseOlder: false, order: .fifo), ["older", "newer"])
     }
 
     /// A priority raised while the body waits for a decoder counts.

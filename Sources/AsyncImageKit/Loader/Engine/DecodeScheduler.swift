@@ -15,6 +15,10 @@ struct DecodeScheduler {
     private(set) var running = 0
     /// One decoder per core.
     let decoders = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// The order among equal priorities (the transfer queue's).
+    let order: QueueOrder
+
+    init(order: QueueOrder) { self.order = order }
 
     var hasFreeDecoder: Bool { running < decoders }
 
@@ -27,9 +31,9 @@ struct DecodeScheduler {
     /// Takes the best waiting job, if a decoder is free, and counts its decode as running.
     mutating func next() -> LoadJob? {
         guard hasFreeDecoder, var best = waiting.indices.last else { return nil }
-        var bestRank = waiting[best].rank
+        var bestRank = QueueRank.of(waiting[best], order)
         for index in waiting.indices.dropLast() {
-            let rank = waiting[index].rank
+            let rank = QueueRank.of(waiting[index], order)
             if rank > bestRank { (best, bestRank) = (index, rank) }
         }
         running += 1

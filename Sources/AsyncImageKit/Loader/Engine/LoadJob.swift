@@ -136,12 +136,6 @@ final class LoadJob: @unchecked Sendable {
         requests.lazy.map(\.priority).max() ?? .veryLow
     }
 
-    /// Its rank among bodies waiting for a decoder (the transfer queue's
-    /// order): its highest priority, then its most recently touched lane.
-    var rank: QueueRank {
-        QueueRank(level: priority.rawValue, stamp: requests.lazy.map { $0.lane?.stamp ?? 0 }.max() ?? 0)
-    }
-
     /// Whether any of its requests is not a prefetch.
     var hasVisibleRequest: Bool { visibleCount > 0 }
 

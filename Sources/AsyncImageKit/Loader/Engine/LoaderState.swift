@@ -30,7 +30,7 @@ struct LoaderState {
     /// The transfer stage: the queue of lanes and the slots.
     var slots: TransferSlots
     /// The decode stage: bodies waiting for a decoder.
-    var decodes = DecodeScheduler()
+    var decodes: DecodeScheduler
 
     // Delivery and bookkeeping.
     var sweepTimer: DispatchSourceTimer?
@@ -40,7 +40,10 @@ struct LoaderState {
 
     init(_ configuration: AsyncImageLoader.Configuration) {
         cache = configuration.cache
-        slots = TransferSlots(concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare)
+        slots = TransferSlots(
+            concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare,
+            order: configuration.queueOrder)
+        decodes = DecodeScheduler(order: configuration.queueOrder)
         loadingTimeout = configuration.loadingTimeout
         deliveryQueue = configuration.deliveryQueue
         notificationCenter = configuration.notificationCenter

@@ -56,6 +56,10 @@ struct TransferQueue {
     private var visible = Levels()
     private var prefetch = Levels()
     private var filings: UInt64 = 0
+    /// The order among equal priorities.
+    let order: QueueOrder
+
+    init(order: QueueOrder) { self.order = order }
 
     /// Lanes waiting.
     var count: Int { visible.filed + prefetch.filed }
@@ -67,7 +71,7 @@ struct TransferQueue {
     /// Files `lane` by its current rank, or takes it out when it has nothing
     /// queued. Call after anything that changes its queued requests.
     mutating func refile(_ lane: Lane) {
-        let wanted = lane.level.map { (level: $0, stamp: lane.stamp) }
+        let wanted = QueueRank.of(lane, order).map { (level: $0.level, stamp: $0.stamp) }
         if let filed = lane.filed, let wanted, filed.level == wanted.level, filed.stamp == wanted.stamp { return }
         filings += 1
         lane.isPrefetch

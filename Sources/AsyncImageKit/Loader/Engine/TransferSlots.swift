@@ -9,16 +9,17 @@ struct TransferSlots {
     var concurrentLoads: Int { didSet { concurrentLoads = max(1, concurrentLoads) } }
     /// The share of the slots prefetch transfers may hold while visible requests wait.
     var prefetchShare: Double
-    private(set) var queue = TransferQueue()
+    private(set) var queue: TransferQueue
     /// Slots held now.
     private(set) var inFlight = 0
     private(set) var peakInFlight = 0
     /// The jobs holding a slot (loading, or a body waiting for a decoder).
     private var holding: [ObjectIdentifier: LoadJob] = [:]
 
-    init(concurrentLoads: Int, prefetchShare: Double) {
+    init(concurrentLoads: Int, prefetchShare: Double, order: QueueOrder) {
         self.concurrentLoads = max(1, concurrentLoads)
         self.prefetchShare = prefetchShare
+        queue = TransferQueue(order: order)
     }
 
     /// Files `lane` by its current rank, or takes it out when it has
@@ -51,7 +52,7 @@ struct TransferSlots {
 
     /// Empties the slots and the queue (the loader's `deinit`); returns the holders.
     mutating func removeAll() -> [LoadJob] {
-        defer { (holding, queue, inFlight) = ([:], TransferQueue(), 0) }
+        defer { (holding, queue, inFlight) = ([:], TransferQueue(order: queue.order), 0) }
         return Array(holding.values)
     }
 
