@@ -3,8 +3,8 @@ import Foundation
 /// The decode stage's queue: bodies that wait for a decoder, and the
 /// decoders running. One decoder per core (decoding is CPU-bound); the next
 /// body is the one of the highest ``QueueRank`` (the transfer queue's
-/// order: priority, then most recently touched), ranked when a decoder
-/// frees up, so a priority changed while a body waits counts.
+/// order: priority, then the loader's ``QueueOrder``), ranked when a
+/// decoder frees up, so a priority changed while a body waits counts.
 ///
 /// A waiting body still holds its transfer slot (undecoded bodies cannot
 /// pile up), so at most ``AsyncImageLoader/concurrentLoads`` wait: picking
