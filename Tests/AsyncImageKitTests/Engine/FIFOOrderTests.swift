@@ -4,8 +4,9 @@ import TestSupport
 import XCTest
 
 /// `QueueOrder.fifo` (for services), exactly, through a transport the test
-/// finishes by hand: first come, first served across targets, priorities
-/// still first, per-target order kept; the loader's default stays LIFO.
+/// finishes by hand: first come, first served across targets, per-target
+/// order kept; the loader's default stays LIFO. (Priorities under FIFO:
+/// SchedulingTests.testHigherPrioritiesFirstThenFirstInFirstOut.)
 final class FIFOOrderTests: XCTestCase {
     /// Starts the blocker that holds the only slot while the test queues.
     private func block(_ h: FakeHarness) {
@@ -50,21 +51,6 @@ final class FIFOOrderTests: XCTestCase {
         wait(for: [h.transport.starts(5, self)], timeout: 10)
         XCTAssertEqual(h.transport.startedPaths, paths([100, 1, 2, 3, 4]))
         withExtendedLifetime((a, b)) {}
-    }
-
-    /// Priorities still come first; FIFO orders equals.
-    func testHigherPrioritiesFirstThenFirstInFirstOut() {
-        let h = FakeHarness(concurrentLoads: 1, queueOrder: .fifo)
-        block(h)
-        h.load(1, priority: .low)
-        h.load(2, priority: .normal)
-        h.load(3, priority: .high)
-        h.load(4, priority: .normal)
-        h.load(5, priority: .veryHigh)
-        h.load(6, priority: .low)
-        h.transport.isSuspended = false
-        wait(for: [h.log.outcomes(7, self)], timeout: 10)
-        XCTAssertEqual(h.transport.startedPaths, paths([100, 5, 3, 2, 4, 1, 6]))
     }
 
     /// A request re-ranked while it waits moves within FIFO order by its

@@ -55,18 +55,25 @@ final class SchedulingTests: XCTestCase {
         XCTAssertEqual(h.transport.startedPaths, paths([100, 1, 2, 5, 3]))
     }
 
-    func testHigherPrioritiesFirstThenLastInFirstOut() {
-        let h = FakeHarness(concurrentLoads: 1)
+    /// The start order of six requests of mixed priorities behind the blocker.
+    func priorityOrder(_ order: QueueOrder) -> [String] {
+        let h = FakeHarness(concurrentLoads: 1, queueOrder: order)
         block(h)
-        h.load(1, priority: .low)
-        h.load(2, priority: .normal)
-        h.load(3, priority: .high)
-        h.load(4, priority: .normal)
-        h.load(5, priority: .veryHigh)
-        h.load(6, priority: .veryLow)
+        for (n, priority) in [(1, ImagePriority.low), (2, .normal), (3, .high), (4, .normal), (5, .veryHigh), (6, .veryLow)] {
+            h.load(n, priority: priority)
+        }
         h.transport.isSuspended = false
         wait(for: [h.log.outcomes(7, self)], timeout: 10)
-        XCTAssertEqual(h.transport.startedPaths, paths([100, 5, 3, 4, 2, 1, 6]))
+        return h.transport.startedPaths
+    }
+
+    func testHigherPrioritiesFirstThenLastInFirstOut() {
+        XCTAssertEqual(priorityOrder(.lifo), paths([100, 5, 3, 4, 2, 1, 6]))
+    }
+
+    /// FIFO orders equals the other way; priorities still come first.
+    func testHigherPrioritiesFirstThenFirstInFirstOut() {
+        XCTAssertEqual(priorityOrder(.fifo), paths([100, 5, 3, 2, 4, 1, 6]))
     }
 
     /// A target's queue is ranked by its most urgent request, and still starts in order.
