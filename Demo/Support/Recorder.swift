@@ -102,7 +102,7 @@ package final class Recorder: @unchecked Sendable {
     /// Records what `loader` does: its events (its monitor is set to
     /// ``record(_:)``) and its notifications (see ``observe(_:)``).
     package func attach(to loader: AsyncImageLoader) {
-        observe(loader.notificationCenter)
+        if let center = loader.notificationCenter { observe(center) }
         loader.eventMonitor = { [self] in record($0) }
     }
 

@@ -26,8 +26,11 @@ extension AsyncImageLoader {
         /// queue). A program that never runs the main queue should pass a
         /// serial queue of its own. The async API never waits for it.
         public var deliveryQueue: DispatchQueue
-        /// Where `didFinish`/`didFail` are posted (default `NotificationCenter.default`).
-        public var notificationCenter: NotificationCenter
+        /// Where `didFinish`/`didFail` are posted (default
+        /// `NotificationCenter.default`); nil posts nothing, and the async
+        /// API then never touches ``deliveryQueue`` (what
+        /// ``service(memoryBudget:concurrentLoads:diskCache:)`` sets).
+        public var notificationCenter: NotificationCenter?
         /// The transport (default: a ``DataLoader`` with default limits).
         public var dataLoader: any DataLoading
         /// The disk cache, between the memory cache and the network (default
@@ -91,12 +94,18 @@ extension AsyncImageLoader {
         /// service whose cache serves many users sets
         /// ``HTTPCachePolicy/shared``). See <doc:DiskCache>.
         public var httpCache: HTTPCachePolicy = .private
+        /// The ``PixelBufferPool/byteLimit`` to set on
+        /// ``PixelBufferPool/shared`` when the loader is made (default nil:
+        /// leave it). The pool is the process's, shared by every loader: the
+        /// last loader made with a limit sets it. ``service(memoryBudget:concurrentLoads:diskCache:)``
+        /// sets a quarter of its memory budget.
+        public var pixelPoolByteLimit: Int?
 
         /// A configuration; every parameter has the default described on its property.
         public init(
             cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
-            notificationCenter: NotificationCenter = .default, dataLoader: (any DataLoading)? = nil,
+            notificationCenter: NotificationCenter? = .default, dataLoader: (any DataLoading)? = nil,
             diskCache: (any DataCaching)? = nil, diskStorage: DiskStorage = .both,
             processedImageEncoding: ProcessedImageEncoding = .automatic,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,

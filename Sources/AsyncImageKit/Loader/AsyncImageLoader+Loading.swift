@@ -64,6 +64,14 @@ extension AsyncImageLoader {
         cancel { state, keep in state.requests.requests(url: nil, of: target, action: nil, &keep) }
     }
 
+    /// Cancels every pending request, with or without a target (a
+    /// service's shutdown at its time limit: ``drain(timeout:)``). Each
+    /// ends once, as any cancel does: an async caller gets
+    /// `CancellationError`, a target hears nothing.
+    public func cancelAll() {
+        cancel { state, _ in state.requests.all }
+    }
+
     /// The most recent URL set for `target` and `action` that has not yet been delivered or cancelled.
     public func url(for target: AnyObject, action: ImageAction) -> URL? {
         mutate { state, effects in state.requests.targets.url(for: target, action: action.name, &effects.keep) }

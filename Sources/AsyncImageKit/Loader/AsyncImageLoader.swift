@@ -97,6 +97,7 @@ public final class AsyncImageLoader: Sendable {
         dataLoader = configuration.dataLoader
         decoders = configuration.decoders
         state = Locked(LoaderState(configuration))
+        if let limit = configuration.pixelPoolByteLimit { PixelBufferPool.shared.byteLimit = limit }
     }
 
     /// Creates a loader.
@@ -109,12 +110,12 @@ public final class AsyncImageLoader: Sendable {
     ///     by default: a program that never runs it (a service, a tool without
     ///     `dispatchMain()` or an async `main`) should pass a serial queue of
     ///     its own (the async API never needs it).
-    ///   - notificationCenter: where `didFinish`/`didFail` are posted.
+    ///   - notificationCenter: where `didFinish`/`didFail` are posted (nil: nowhere).
     ///   - transport: body-size and redirect limits (its timeout is replaced by `loadingTimeout`).
     public convenience init(
         cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
         loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
-        notificationCenter: NotificationCenter = .default, transport: TransportConfiguration = TransportConfiguration()
+        notificationCenter: NotificationCenter? = .default, transport: TransportConfiguration = TransportConfiguration()
     ) {
         self.init(
             configuration: Configuration(
@@ -184,8 +185,10 @@ extension AsyncImageLoader {
         set { replace(\.deliveryQueue, with: newValue) }
     }
 
-    /// Where `didFinish`/`didFail` are posted (default `NotificationCenter.default`).
-    public var notificationCenter: NotificationCenter {
+    /// Where `didFinish`/`didFail` are posted (default
+    /// `NotificationCenter.default`); nil posts nothing (see
+    /// ``Configuration/notificationCenter``).
+    public var notificationCenter: NotificationCenter? {
         get { state.withLock { $0.notificationCenter } }
         set { replace(\.notificationCenter, with: newValue) }
     }

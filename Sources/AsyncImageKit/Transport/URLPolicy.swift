@@ -8,6 +8,7 @@ import Foundation
 /// var configuration = AsyncImageLoader.Configuration()
 /// configuration.urlPolicy = .publicOnly                      // no file://, no internal addresses
 /// configuration.urlPolicy = .publicOnly.restricted(by: URLPolicy(allowsURL: { $0.host != "ads.example" }))
+/// configuration.urlPolicy = .publicOnly.allowing(addresses: [IPAddress("127.0.0.1")!])   // tests only
 /// ```
 ///
 /// What is checked, and when:
@@ -92,6 +93,33 @@ public struct URLPolicy: Sendable, Hashable {
         both.urlRules += other.urlRules.filter { rule in !urlRules.contains { $0.id == rule.id } }
         both.addressRules += other.addressRules.filter { rule in !addressRules.contains { $0.id == rule.id } }
         return both
+    }
+
+    /// This policy with `addresses` exempt from its address rules: a
+    /// **testing aid**, for a service under test whose sources are served
+    /// on loopback while it runs with ``publicOnly``.
+    ///
+    /// ```swift
+    /// configuration.urlPolicy = .publicOnly.allowing(addresses: [IPAddress("127.0.0.1")!])
+    /// ```
+    ///
+    /// The exemption applies wherever the address rules do: to a URL's
+    /// literal address when the request is made, and to the address a
+    /// connection is about to be opened to (after DNS) or reused at, on
+    /// every redirect hop; so `http://localhost:8080/` is allowed when
+    /// `localhost` resolves to an exempt address, and a name that resolves
+    /// to any other internal address is still refused. Only the rules this
+    /// policy holds now are widened: a policy it is later
+    /// ``restricted(by:)`` keeps its own. URL rules and ``allowsFileURLs``
+    /// are unchanged. Never widen a production policy this way: an exempt
+    /// address is reachable by every URL a client can name.
+    public func allowing(addresses: Set<IPAddress>) -> URLPolicy {
+        guard !addresses.isEmpty else { return self }
+        var widened = self
+        widened.addressRules = addressRules.map { rule in
+            Rule { address in addresses.contains(address) ? nil : rule.check(address) }
+        }
+        return widened
     }
 
     /// Whether anything beyond the file rule is checked (the transport then

@@ -143,7 +143,7 @@ final class HTTPCachingTests: XCTestCase {
         XCTAssertEqual(again.source, .memoryCache)
         XCTAssertEqual(h.server.requestCount(kept), 1)
         XCTAssertEqual(h.server.requestCount(noStore), 2, "no-store: asked again, not kept in memory")
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertFalse(disk.contains(noStore.absoluteString), "nor on disk")
     }
 

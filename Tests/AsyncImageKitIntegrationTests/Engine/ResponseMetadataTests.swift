@@ -92,7 +92,7 @@ final class ResponseMetadataTests: XCTestCase {
         let request = ImageRequest(url: url, targetSize: PixelSize(width: 40, height: 40))
         let first = AsyncImageLoader(configuration: .init(cache: nil, deliveryQueue: h.queue, diskCache: disk))
         _ = try await first.response(for: request)
-        first.flushDiskWrites()
+        await first.flushDiskWrites()
         let key = LoadRequest.diskKey(for: request)
         disk.removeData(for: ImageDiskStore.originalKey(key, generation: disk.entry(for: key)?.metadata.generation ?? ""))
         let second = AsyncImageLoader(configuration: .init(cache: nil, deliveryQueue: h.queue, diskCache: disk))

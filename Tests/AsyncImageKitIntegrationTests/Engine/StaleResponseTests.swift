@@ -150,7 +150,7 @@ final class StaleResponseTests: XCTestCase {
         XCTAssertFalse(first.isStale)
         let again = try await loader.response(for: ImageRequest(url: image.url))
         XCTAssertEqual(again.source, .memoryCache)
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
 
         image.failure.value = 503
         let stale = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
@@ -191,7 +191,7 @@ final class StaleResponseTests: XCTestCase {
             let image = VersionedImage(h.server, cacheControl: directive)
             _ = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))
             let warm = makeLoader(h, disk)
-            warm.flushDiskWrites()
+            await warm.flushDiskWrites()
             image.failure.value = 503
             do {
                 let response = try await makeLoader(h, disk).response(for: ImageRequest(url: image.url))

@@ -215,6 +215,37 @@ final class URLPolicyTests: XCTestCase {
         XCTAssertEqual(server.requestCount, before + 1)
     }
 
+    /// The testing aid: `.publicOnly` widened for one loopback address loads
+    /// from it (its literal passes the URL check, the connection passes the
+    /// address check), and still refuses every other internal address: a
+    /// redirect to another loopback address, literal private addresses, and
+    /// `file` URLs. The policy it was made from is unchanged.
+    func testPublicOnlyCanBeWidenedForOneAddress() async throws {
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let widened = URLPolicy.publicOnly.allowing(addresses: [loopback])
+        XCTAssertNotEqual(widened, .publicOnly)
+        XCTAssertEqual(widened.allowing(addresses: []), widened)
+        XCTAssertTrue(widened.allows(loopback))
+        XCTAssertFalse(URLPolicy.publicOnly.allows(loopback))
+        XCTAssertEqual(widened.refusal(for: IPAddress("127.0.0.2")!), "127.0.0.2 is a loopback address")
+        XCTAssertEqual(widened.refusal(for: URL(string: "http://10.0.0.5/a.png")!), "10.0.0.5 is a private address")
+        XCTAssertEqual(widened.refusal(for: URL(fileURLWithPath: "/etc/passwd")), "file URLs are refused by the URL policy")
+
+        let loader = makeLoader(widened)
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:\(server.port)/png"))
+        await assertLoads(loader, url)
+        let before = server.requestCount
+        let hop = URL(string: "http://127.0.0.2:\(server.port)/png")!
+        let reason = await refusal(loader, URL(string: "http://127.0.0.1:\(server.port)/to-other-loopback")!)
+        XCTAssertEqual(reason, "redirect to \(hop.absoluteString): 127.0.0.2 is a loopback address")
+        XCTAssertEqual(server.requestCount, before + 1, "the hop was not requested")
+        // Restricting the widened policy keeps the other policy's rules whole.
+        let restricted = widened.restricted(by: URLPolicy(allowsAddress: { $0.scope != .loopback }))
+        XCTAssertFalse(restricted.allows(loopback))
+        let strict = await refusal(makeLoader(restricted), url)
+        XCTAssertEqual(strict, "address 127.0.0.1 refused by the address rule")
+    }
+
     /// A kept-alive connection is checked before it is reused: a refused
     /// address is refused even when no new connection would be opened.
     func testKeptAliveConnectionIsCheckedBeforeReuse() async throws {

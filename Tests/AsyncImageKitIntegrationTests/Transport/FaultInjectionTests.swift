@@ -362,7 +362,7 @@ final class FaultInjectionTests: XCTestCase {
         let warm = makeLoader(disk: disk)
         let first = try await warm.response(for: ImageRequest(url: url))
         XCTAssertEqual(first.source, .network)
-        warm.flushDiskWrites()
+        await warm.flushDiskWrites()
         let faults: [(String, Fault)] = [
             ("1 MB header block", .headerBlock(count: 1000, lineLength: 1000, body: png)),
             ("1 MB header line", .headerBlock(count: 1, lineLength: 1_000_000, body: png)),
@@ -499,7 +499,7 @@ final class FaultInjectionTests: XCTestCase {
     /// (until the test ends).
     private func countNotifications(of loader: AsyncImageLoader, for url: URL) -> Counter {
         let counter = Counter()
-        let center = loader.notificationCenter
+        let center = loader.notificationCenter!
         let observers = [Notification.Name.asyncImageLoadDidFail, .asyncImageLoadDidFinish].map { name in
             center.addObserver(forName: name, object: nil, queue: nil) { note in
                 if note.userInfo?[AsyncImageURLKey] as? URL == url { counter.increment() }

@@ -44,7 +44,7 @@ final class DataCachingSeamTests: XCTestCase {
         let writer = loader(store, transport)
         let first = try await writer.response(for: ImageRequest(url: url))
         XCTAssertEqual(first.source, .network)
-        writer.flushDiskWrites()
+        await writer.flushDiskWrites()
         XCTAssertEqual(fake.startedPaths, ["/img/3.png"])
         XCTAssertGreaterThan(store.flushCount, 0, "flushDiskWrites reaches the store through the protocol")
         let headers = try XCTUnwrap(store.metadata(for: key), "the headers entry, under the URL")
@@ -87,13 +87,13 @@ final class DataCachingSeamTests: XCTestCase {
         let key = url.absoluteString
         let loader = loader(store, transport)
         _ = try await loader.response(for: ImageRequest(url: url))
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         let generation = try XCTUnwrap(store.metadata(for: key)?.generation)
         XCTAssertNil(fake.startedRequests.first?.header("if-none-match"), "nothing stored yet: unconditional")
         store.resetRecords()
 
         let revalidated = try await loader.response(for: ImageRequest(url: url))
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(fake.startedPaths.count, 2, "no-cache: asked again")
         XCTAssertEqual(fake.startedRequests.last?.header("if-none-match"), "\"v1\"", "with the stored ETag")
         XCTAssertEqual(revalidated.source, .diskCache)
@@ -130,13 +130,13 @@ final class DataCachingSeamTests: XCTestCase {
         let key = url.absoluteString
         let loader = loader(store, transport)
         _ = try await loader.response(for: ImageRequest(url: url))
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         let old = try XCTUnwrap(store.metadata(for: key)?.generation)
         store.resetRecords()
 
         version.value = 2
         let changed = try await loader.response(for: ImageRequest(url: url))
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(changed.source, .network)
         XCTAssertEqual(changed.image.pixel(x: 0, y: 0), NumberedImage.color(12), "the new image")
         let stored = try XCTUnwrap(store.metadata(for: key))
@@ -160,7 +160,7 @@ final class DataCachingSeamTests: XCTestCase {
         let thumb = ImageRequest(url: url, targetSize: PixelSize(width: 2, height: 2))
         let writer = loader(store, transport)
         _ = try await writer.response(for: thumb)
-        writer.flushDiskWrites()
+        await writer.flushDiskWrites()
         let generation = try XCTUnwrap(store.metadata(for: key)?.generation)
         let original = ImageDiskStore.originalKey(key, generation: generation)
         let processed = ImageDiskStore.processedKey(key, thumb.cacheKey.processing, generation: generation)
@@ -178,7 +178,7 @@ final class DataCachingSeamTests: XCTestCase {
 
         let other = ImageRequest(url: url, targetSize: PixelSize(width: 3, height: 3))
         let made = try await reader.response(for: other)
-        reader.flushDiskWrites()
+        await reader.flushDiskWrites()
         XCTAssertEqual(made.source, .diskCache)
         XCTAssertEqual(made.image.size, PixelSize(width: 3, height: 3))
         XCTAssertTrue(store.reads.contains(original), "another size: made from the stored original")
@@ -191,7 +191,7 @@ final class DataCachingSeamTests: XCTestCase {
         let thumbsOnly = loader(store, transport, storage: .processedImages)
         let url7 = Self.url(7)
         _ = try await thumbsOnly.response(for: ImageRequest(url: url7, targetSize: PixelSize(width: 2, height: 2)))
-        thumbsOnly.flushDiskWrites()
+        await thumbsOnly.flushDiskWrites()
         let generation7 = try XCTUnwrap(store.metadata(for: url7.absoluteString)?.generation)
         XCTAssertFalse(store.keys.contains(ImageDiskStore.originalKey(url7.absoluteString, generation: generation7)))
         XCTAssertEqual(store.keys.filter { $0.hasPrefix(url7.absoluteString) }.count, 2, "headers and thumbnail")
@@ -286,7 +286,7 @@ final class DataCachingSeamTests: XCTestCase {
         let request = ImageRequest(url: url)
         let loader = loader(store, transport)
         _ = try await loader.response(for: request)
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(store.keys.count, 2)
 
         store.failsReads = true
@@ -305,7 +305,7 @@ final class DataCachingSeamTests: XCTestCase {
         let bytes = try await loader.data(for: url)
         XCTAssertEqual(bytes.source, .network)
         XCTAssertEqual(fake.startedPaths.count, 3)
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
 
         // Readable again: what is stored is served.
         store.failsReads = false
@@ -317,7 +317,7 @@ final class DataCachingSeamTests: XCTestCase {
         let generation = try XCTUnwrap(store.metadata(for: key)?.generation)
         store.evict(ImageDiskStore.originalKey(key, generation: generation))
         let reloaded = try await loader.response(for: request)
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(reloaded.source, .network)
         XCTAssertEqual(fake.startedPaths.count, 4)
         let regenerated = try XCTUnwrap(store.metadata(for: key)?.generation)
@@ -328,7 +328,7 @@ final class DataCachingSeamTests: XCTestCase {
         store.failsWrites = true
         let other = Self.url(9)
         let unstored = try await loader.response(for: ImageRequest(url: other))
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(unstored.source, .network)
         XCTAssertEqual(unstored.image.pixel(x: 0, y: 0), NumberedImage.color(9))
         XCTAssertFalse(store.keys.contains { $0.hasPrefix(other.absoluteString) })

@@ -99,7 +99,7 @@ final class ImageCachingSeamTests: XCTestCase {
         let skipping = ImageRequest(url: url, cachePolicy: .skipMemoryWrites)
 
         let response = try await loader.response(for: skipping)
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(response.source, .network)
         let fromDisk = try await loader.response(for: skipping)
         XCTAssertEqual(fromDisk.source, .diskCache)
@@ -131,7 +131,7 @@ final class ImageCachingSeamTests: XCTestCase {
         _ = try await loader.response(for: ImageRequest(url: noStore))
         _ = try await loader.response(for: ImageRequest(url: noStore, targetSize: PixelSize(width: 2, height: 2)))
         _ = try await loader.response(for: ImageRequest(url: kept))
-        loader.flushDiskWrites()
+        await loader.flushDiskWrites()
         XCTAssertEqual(cache.lookUps.count, 3)
         XCTAssertEqual(cache.stores.map(\.key), [ImageRequest(url: kept).cacheKey], "only the storable response")
         XCTAssertFalse(disk.keys.contains { $0.hasPrefix(noStore.absoluteString) }, "nor on disk")

@@ -104,6 +104,12 @@ extension AsyncImageLoader {
                 }
             }
             guard !record.isPrefetch else { return }
+            // Nothing is posted without a center: the delivery queue is then
+            // never asked (a service need not run one).
+            guard state.notificationCenter != nil else {
+                effects.append { completion(response) }
+                return
+            }
             let post = notification(for: record, outcome, heldIn, target: nil, &state)
             let queue = state.deliveryQueue
             let watched = watch(queue, &state, &effects)
@@ -203,13 +209,15 @@ extension AsyncImageLoader {
 /// posted after it. (`@unchecked`: the target and the center only cross to
 /// the delivery queue, which posts.)
 struct NotificationPost: @unchecked Sendable {
-    let center: NotificationCenter
+    /// nil: notifications are off.
+    let center: NotificationCenter?
     let url: URL
     let outcome: Result<ImageResponse, AsyncImageError>
     let cache: (any ImageCaching)?
     let target: AnyObject?
 
     func callAsFunction() {
+        guard let center else { return }
         switch outcome {
         case .success(let response):
             var info: [AnyHashable: Any] = [

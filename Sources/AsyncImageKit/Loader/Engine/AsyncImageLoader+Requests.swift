@@ -157,6 +157,11 @@ extension AsyncImageLoader {
     func end(_ record: LoadRequest, as outcome: LoadRequest.State, _ state: inout LoaderState, _ effects: inout Effects) {
         if outcome == .delivered { StageWalk.note(.requests, .up, record.request.url) }
         if let lane = state.requests.end(record, as: outcome, &effects.keep) { state.slots.refile(lane) }
+        if state.requests.pendingCount == 0, !state.idleWaiters.isEmpty {
+            let waiters = state.idleWaiters.values
+            state.idleWaiters = [:]
+            effects.append { waiters.forEach { $0.resume() } }
+        }
     }
 
     /// Marks a request cancelled and lets go of its job if nothing else needs it.

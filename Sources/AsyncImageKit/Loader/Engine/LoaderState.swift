@@ -9,7 +9,7 @@ struct LoaderState {
     var cache: (any ImageCaching)?
     var loadingTimeout: Double
     var deliveryQueue: DispatchQueue
-    var notificationCenter: NotificationCenter
+    var notificationCenter: NotificationCenter?
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
     var logger: Logger
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
@@ -37,6 +37,9 @@ struct LoaderState {
     /// The ``LoaderEvent/sequence`` of the last event made.
     var eventSequence: UInt64 = 0
     var mainQueueWatch = MainQueueWatch()
+    /// Callers of `waitUntilIdle()`, resumed when no request is pending.
+    var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var nextIdleWaiter: UInt64 = 0
 
     init(_ configuration: AsyncImageLoader.Configuration) {
         cache = configuration.cache

@@ -77,7 +77,7 @@ struct RequestTable {
         return forURL.filter { $0.targets(object, &keep) }
     }
 
-    /// Every pending request (the loader's `deinit`).
+    /// Every pending request (the loader's `deinit`, `cancelAll()`).
     var all: [LoadRequest] { byURL.values.flatMap { $0 } }
 
     // MARK: Superseding (the one home of the rule)
