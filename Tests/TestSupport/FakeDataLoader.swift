@@ -153,13 +153,16 @@ public struct FakeHarness: Sendable {
     public let queue = DispatchQueue(label: "fake harness delivery")
     public let log = DeliveryLog()
 
+    /// `configure`: anything else to set (a disk cache, decoders, a request timeout).
     public init(
-        concurrentLoads: Int = 1, cache: Bool = true, prefetchShare: Double = 0.5, queueOrder: QueueOrder = .lifo
+        concurrentLoads: Int = 1, cache: Bool = true, prefetchShare: Double = 0.5, queueOrder: QueueOrder = .lifo,
+        configure: (inout AsyncImageLoader.Configuration) -> Void = { _ in }
     ) {
         var configuration = AsyncImageLoader.Configuration(
             cache: cache ? self.cache : nil, concurrentLoads: concurrentLoads, deliveryQueue: queue,
             notificationCenter: center, dataLoader: transport, prefetchShare: prefetchShare)
         configuration.queueOrder = queueOrder
+        configure(&configuration)
         loader = AsyncImageLoader(configuration: configuration)
         _ = log.observe(center)
         log.checkQueue(queue)

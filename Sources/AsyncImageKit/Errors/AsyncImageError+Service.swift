@@ -20,7 +20,7 @@ extension AsyncImageError {
     /// | ``encoding(_:reason:)``, ``processing(_:reason:)``, ``diskCache(path:message:)`` | 500 |
     /// | the source's other statuses, ``transport(_:code:message:)``, ``tls(_:code:message:)``, ``tooManyRedirects(_:limit:)``, ``headersTooLarge(_:limit:)`` | 502 |
     /// | ``queueFull(_:limit:)``; a decode out of memory | 503 |
-    /// | ``timedOut(_:seconds:)``, ``notCached(_:)`` (RFC 9111's `only-if-cached`) | 504 |
+    /// | ``timedOut(_:seconds:stage:)`` (whatever the stage), ``notCached(_:)`` (RFC 9111's `only-if-cached`) | 504 |
     public var suggestedHTTPStatus: Int {
         switch self {
         case .invalidURL, .unsupportedScheme: return 400
@@ -66,7 +66,11 @@ extension AsyncImageError {
         case .encoding, .processing, .diskCache: return "The service could not make the image."
         case .transport, .tls, .tooManyRedirects, .headersTooLarge: return "The image source could not be reached."
         case .queueFull: return "The service is busy; try again later."
-        case .timedOut: return "The image source did not answer in time."
+        case .timedOut(_, _, let stage):
+            // The source's slowness, or the request's own time limit passing
+            // while it waited for the service or was being decoded.
+            return stage == .transfer
+                ? "The image source did not answer in time." : "The image could not be made in time."
         case .notCached: return "The image is not cached."
         }
     }

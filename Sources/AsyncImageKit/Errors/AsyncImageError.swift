@@ -14,8 +14,16 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// API (``AsyncImageLoader/data(for:)-(ImageRequest)``) returns such a
     /// response instead of throwing.
     case httpStatus(URL, code: Int, headers: [String: String] = [:])
-    /// The transfer did not finish within `seconds` of starting.
-    case timedOut(URL, seconds: Double)
+    /// A time limit passed: `stage` says where the request was at that
+    /// moment. Either the transfer did not finish within `seconds` of its
+    /// start (``AsyncImageLoader/loadingTimeout``, or a ``DataLoader``'s
+    /// ``TransportConfiguration/timeout``: stage ``LoadStage/transfer``,
+    /// for every request that shared the transfer), or the request did not
+    /// end within `seconds` of being made (``ImageRequest/timeout``, or
+    /// ``AsyncImageLoader/Configuration/requestTimeout``: that request
+    /// alone, in whichever stage it was). How the two combine:
+    /// ``ImageRequest/timeout``.
+    case timedOut(URL, seconds: Double, stage: LoadStage)
     /// The body grew past the size limit, in bytes (checked while streaming).
     case bodyTooLarge(URL, limit: Int)
     /// The redirect chain was longer than `limit`.
@@ -68,7 +76,7 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     public var url: URL? {
         switch self {
         case .invalidURL, .encoding, .diskCache, .processing: return nil
-        case .unsupportedScheme(let url), .httpStatus(let url, _, _), .timedOut(let url, _),
+        case .unsupportedScheme(let url), .httpStatus(let url, _, _), .timedOut(let url, _, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
             .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url),
             .refused(let url, _), .queueFull(let url, _), .headersTooLarge(let url, _):
@@ -92,8 +100,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "unsupported URL scheme '\(url.scheme ?? "")' in \(url.absoluteString) (only http, https and file are loaded)"
         case .httpStatus(let url, let code, _):
             return "HTTP status \(code) for \(url.absoluteString)"
-        case .timedOut(let url, let seconds):
-            return "timed out after \(seconds) s loading \(url.absoluteString)"
+        case .timedOut(let url, let seconds, let stage):
+            return "timed out after \(seconds) s loading \(url.absoluteString) (\(stage.description))"
         case .bodyTooLarge(let url, let limit):
             return "body of \(url.absoluteString) is larger than the limit of \(limit) bytes"
         case .tooManyRedirects(let url, let limit):
@@ -123,6 +131,33 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(url.absoluteString) refused: the loader already has \(limit) pending requests (its limit)"
         case .headersTooLarge(let url, let limit):
             return "response headers of \(url.absoluteString) are larger than the limit of \(limit) bytes"
+        }
+    }
+}
+
+/// Where a request was when its time ran out (see
+/// ``AsyncImageError/timedOut(_:seconds:stage:)``): the stages of a load, in
+/// the order a request passes them.
+public enum LoadStage: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Waiting in the loader's queue for a transfer slot
+    /// (``AsyncImageLoader/concurrentLoads``).
+    case queued
+    /// Holding a slot, reading the disk cache for a stored response
+    /// (``AsyncImageLoader/Configuration/diskCache``), before any transfer.
+    case diskRead
+    /// Transferring: the network, or reading a `file` URL.
+    case transfer
+    /// The body is in: waiting for a decoder (one per core), decoding, or
+    /// running the request's processors.
+    case decode
+
+    /// `"waiting in the queue"`, `"reading the disk cache"`, `"transferring"`, `"decoding"`.
+    public var description: String {
+        switch self {
+        case .queued: return "waiting in the queue"
+        case .diskRead: return "reading the disk cache"
+        case .transfer: return "transferring"
+        case .decode: return "decoding"
         }
     }
 }

@@ -20,8 +20,16 @@ extension AsyncImageLoader {
         public var cache: (any ImageCaching)?
         /// The most transfers at once (default 2; see ``AsyncImageLoader/concurrentLoads``).
         public var concurrentLoads: Int
-        /// Seconds a transfer may take from its start (default 60; see ``AsyncImageLoader/loadingTimeout``).
+        /// Seconds a transfer may take from its start (default 60; see
+        /// ``AsyncImageLoader/loadingTimeout``). It replaces the transport's
+        /// own ``TransportConfiguration/timeout`` for the loader's transfers.
         public var loadingTimeout: Double
+        /// The most time a request may take from the moment it is made to
+        /// its outcome, queue, disk, transfer and decode included, for
+        /// requests that set no ``ImageRequest/timeout`` of their own
+        /// (default nil: no limit). How it combines with ``loadingTimeout``:
+        /// ``ImageRequest/timeout``.
+        public var requestTimeout: Duration?
         /// Where notifications are posted and actions run (default: the main
         /// queue). A program that never runs the main queue should pass a
         /// serial queue of its own. The async API never waits for it.

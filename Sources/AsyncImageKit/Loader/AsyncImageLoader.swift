@@ -68,6 +68,11 @@ import Logging
 ///   ``AsyncImageError/queueFull(_:limit:)``. Bodies, headers, redirects,
 ///   pixels and frames have limits too, and ``Configuration/urlPolicy``
 ///   decides which URLs and addresses may be reached (see <doc:LimitsAndSecurity>).
+/// - **Deadlines.** A request with a time limit (``ImageRequest/timeout``,
+///   ``Configuration/requestTimeout``) fails alone with
+///   ``AsyncImageError/timedOut(_:seconds:stage:)`` when it passes, in
+///   whichever stage it is; ``loadingTimeout`` bounds each transfer on its
+///   own. Whichever passes first ends the request.
 /// - **Cache hits never wait** in the queue; made on the delivery queue,
 ///   they are delivered before `loadImage` returns. Failures are never cached.
 ///
@@ -105,13 +110,14 @@ public final class AsyncImageLoader: Sendable {
     /// - Parameters:
     ///   - cache: where decoded images are kept; nil disables caching.
     ///   - concurrentLoads: the most transfers at once (see ``concurrentLoads``).
-    ///   - loadingTimeout: seconds a transfer may take from its start.
+    ///   - loadingTimeout: seconds a transfer may take from its start (see ``loadingTimeout``).
     ///   - deliveryQueue: where notifications and actions run. The main queue
     ///     by default: a program that never runs it (a service, a tool without
     ///     `dispatchMain()` or an async `main`) should pass a serial queue of
     ///     its own (the async API never needs it).
     ///   - notificationCenter: where `didFinish`/`didFail` are posted (nil: nowhere).
-    ///   - transport: body-size and redirect limits (its timeout is replaced by `loadingTimeout`).
+    ///   - transport: body-size and redirect limits (its timeout is replaced by `loadingTimeout`,
+    ///     as for every loader's transfers).
     public convenience init(
         cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
         loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
@@ -171,11 +177,30 @@ extension AsyncImageLoader {
     }
 
     /// Seconds a transfer may take from the moment it starts (default 60);
-    /// time spent waiting in the queue does not count. Affects later transfers.
-    /// Zero, a negative value, NaN or `.infinity` mean no time limit.
+    /// time spent waiting in the queue, reading the disk cache or decoding
+    /// does not count. Past it, every request sharing the transfer fails with
+    /// ``AsyncImageError/timedOut(_:seconds:stage:)`` at stage
+    /// ``LoadStage/transfer``. Affects later transfers. Zero, a negative
+    /// value, NaN or `.infinity` mean no time limit.
+    ///
+    /// It is the time limit of every transfer the loader makes: it replaces
+    /// the transport's own ``TransportConfiguration/timeout``, whichever
+    /// initializer made the loader (passed to the ``DataLoading`` as
+    /// ``DataRequest/timeout``). A limit on a whole request, whatever it is
+    /// doing, is ``requestTimeout`` or ``ImageRequest/timeout``; whichever
+    /// passes first ends the request (the rule: ``ImageRequest/timeout``).
     public var loadingTimeout: Double {
         get { state.withLock { $0.loadingTimeout } }
         set { state.withLock { $0.loadingTimeout = newValue } }
+    }
+
+    /// The most time a request may take from the moment it is made to its
+    /// outcome, for requests that set no ``ImageRequest/timeout`` of their
+    /// own (see ``Configuration/requestTimeout``; default nil: no limit).
+    /// Affects requests made later.
+    public var requestTimeout: Duration? {
+        get { state.withLock { $0.requestTimeout } }
+        set { state.withLock { $0.requestTimeout = newValue } }
     }
 
     /// Where notifications are posted and actions run (default: the main queue).

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
 /// Requests are equal when their URL, options, processors (by identifier),
-/// key, priority, headers, policies and cache class are.
+/// key, priority, headers, policies, cache class and timeout are.
 public struct ImageRequest: Sendable, Hashable {
     /// The image's URL (`http`, `https` or `file`).
     public let url: URL
@@ -43,6 +43,52 @@ public struct ImageRequest: Sendable, Hashable {
     /// that share a decode store its image in the highest class any of them
     /// asks for.
     public var cacheClass: ImageCacheClass = .normal
+    /// The most time the request may take, whatever it is doing: from the
+    /// moment it is made (`loadImage`, `image(for:)`; a sequence's member
+    /// when it starts) until its outcome is decided. nil (the default)
+    /// follows the loader's ``AsyncImageLoader/Configuration/requestTimeout``
+    /// (itself nil by default: no limit); a value here replaces it, longer
+    /// or shorter. Zero or less has passed already: the request fails at
+    /// once unless the memory cache answers it.
+    ///
+    /// When it passes, this request alone fails, through the usual failure
+    /// path (its failure action and `didFail`, the async API's throw), with
+    /// ``AsyncImageError/timedOut(_:seconds:stage:)`` naming the
+    /// ``LoadStage`` it was in: ``LoadStage/queued``,
+    /// ``LoadStage/diskRead``, ``LoadStage/transfer`` or
+    /// ``LoadStage/decode``. Requests that share its transfer or its decode
+    /// go on; if it was the last one, its queued entry is removed or its
+    /// transfer cancelled, as for a cancel (a decode already running is not
+    /// interrupted: its image is still cached, and its decoder is free
+    /// when it returns). A memory-cache hit is served at once and never
+    /// times out; an outcome already decided (on its way to the delivery
+    /// queue) is delivered as it is. A request without a limit costs
+    /// nothing more; one with a limit, one timer.
+    ///
+    /// **How it combines with the transfer's timeout**, the one rule:
+    /// ``AsyncImageLoader/loadingTimeout`` bounds one *transfer*, from its
+    /// start (time queued, on the disk or decoding does not count), and
+    /// fails every request that shares it, with stage
+    /// ``LoadStage/transfer`` and `seconds` the loading timeout; this
+    /// bounds one *request*, from start to outcome, and fails it alone,
+    /// with `seconds` this timeout. Whichever passes first ends the
+    /// request; neither shortens the other. A loader's transfers use its
+    /// `loadingTimeout` in place of the transport's own
+    /// ``TransportConfiguration/timeout``, whichever initializer made the
+    /// loader (that one bounds a ``DataLoader`` used on its own). The
+    /// data-level API (``AsyncImageLoader/data(for:)-(ImageRequest)``) has
+    /// no queue and no decode: only `loadingTimeout` bounds it.
+    ///
+    /// ```swift
+    /// var request = ImageRequest(url: url, targetSize: PixelSize(width: 256, height: 256))
+    /// request.timeout = .seconds(5)          // the client waits 5 s, not a second more
+    /// do {
+    ///     let image = try await loader.image(for: request)
+    /// } catch AsyncImageError.timedOut(_, let seconds, let stage) {
+    ///     logger.warning("gave up after \(seconds) s, \(stage)")   // "waiting in the queue": add capacity
+    /// }
+    /// ```
+    public var timeout: Duration?
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -92,7 +138,7 @@ extension ImageRequest {
         lhs.url == rhs.url && lhs.options == rhs.options && lhs.cacheKey == rhs.cacheKey
             && lhs.priority == rhs.priority && lhs.headers == rhs.headers && lhs.cachePolicy == rhs.cachePolicy
             && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
-            && lhs.wantsPreviews == rhs.wantsPreviews && lhs.cacheClass == rhs.cacheClass
+            && lhs.wantsPreviews == rhs.wantsPreviews && lhs.cacheClass == rhs.cacheClass && lhs.timeout == rhs.timeout
     }
 
     /// Hashes the URL and the cache key (which names the processors).

@@ -472,7 +472,7 @@ final class CurlTransfer: @unchecked Sendable {
         case CURLE_HTTP_RETURNED_ERROR:
             return .failure(.httpStatus(finalURL, code: status, headers: responseHeaders))
         case CURLE_OPERATION_TIMEDOUT:
-            return .failure(.timedOut(url, seconds: configuration.timeout))
+            return .failure(.timedOut(url, seconds: configuration.timeout, stage: .transfer))
         case CURLE_FILESIZE_EXCEEDED:
             return .failure(.bodyTooLarge(url, limit: configuration.maxBodySize))
         case CURLE_WRITE_ERROR where bodyTooLarge:

@@ -50,7 +50,9 @@ public struct DataRequest: Sendable, Hashable {
     /// name (`User-Agent`, `Accept`); an empty value removes that header.
     public var headers: [String: String]
     /// Seconds the transfer may take from its start (zero, negative, NaN or
-    /// infinite: no limit).
+    /// infinite: no limit). ``DataLoader`` uses it in place of its
+    /// ``TransportConfiguration/timeout``; an ``AsyncImageLoader`` passes
+    /// its ``AsyncImageLoader/loadingTimeout``.
     public var timeout: Double
     /// Which URLs and addresses the transfer may reach, redirects included
     /// (see ``URLPolicy``; the loader passes its

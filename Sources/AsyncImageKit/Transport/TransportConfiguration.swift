@@ -2,9 +2,19 @@ import Foundation
 
 /// Limits and settings for every transfer a ``DataLoader`` makes.
 public struct TransportConfiguration: Sendable, Hashable {
-    /// Seconds a transfer may take from the moment it starts (time waiting in
-    /// a loader's queue does not count). Default 60. Zero, a negative value,
-    /// NaN or `.infinity` mean no time limit. `file` URLs are not timed.
+    /// Seconds a transfer of a ``DataLoader`` used on its own
+    /// (``DataLoader/loadData(from:headers:observer:completion:)``) may take from the
+    /// moment it starts. Default 60. Zero, a negative value, NaN or
+    /// `.infinity` mean no time limit. `file` URLs are not timed. Past it:
+    /// ``AsyncImageError/timedOut(_:seconds:stage:)`` at stage
+    /// ``LoadStage/transfer``.
+    ///
+    /// A transfer made for a request (``DataLoading/loadData(_:completion:)``)
+    /// has the request's ``DataRequest/timeout`` instead: an
+    /// ``AsyncImageLoader``'s transfers are bounded by its
+    /// ``AsyncImageLoader/loadingTimeout``, never by this, whichever
+    /// initializer made the loader. (A request's whole time, queue and
+    /// decode included: ``ImageRequest/timeout``.)
     public var timeout: Double
     /// The most body bytes accepted (after content decoding), enforced while
     /// the body streams in, with or without `Content-Length`. Default 50 MB.

@@ -11,6 +11,7 @@ final class LoaderBasicsTests: XCTestCase {
         let shared = AsyncImageLoader.shared
         XCTAssertEqual(shared.concurrentLoads, 2)
         XCTAssertEqual(shared.loadingTimeout, 60)
+        XCTAssertNil(shared.requestTimeout)
         XCTAssertTrue(shared.cache === AsyncImageLoader.sharedCache)
         XCTAssertTrue(shared.notificationCenter === NotificationCenter.default)
         XCTAssertEqual(shared.deliveryQueue.label, DispatchQueue.main.label)
@@ -145,7 +146,7 @@ final class LoaderBasicsTests: XCTestCase {
         XCTAssertEqual(junkURL, h.server.url(path: "/junk.png"))
         guard case .decoding(let cut, _)? = errors["/truncated.png"] else { return XCTFail("truncated") }
         XCTAssertEqual(cut.format, .png)
-        XCTAssertEqual(errors["/slow.png"], .timedOut(slow, seconds: 0.5))
+        XCTAssertEqual(errors["/slow.png"], .timedOut(slow, seconds: 0.5, stage: .transfer))
         XCTAssertEqual(errors["/a.png"], .unsupportedScheme(ftp))
 
         // Failures are not cached: asking again goes back to the server.
@@ -211,7 +212,7 @@ final class LoaderBasicsTests: XCTestCase {
         h.load(blocker)
         h.load(h.server.url(5))  // waits in the queue while the blocker times out
         wait(for: [h.log.outcomes(2, self)], timeout: 15)
-        XCTAssertEqual(h.log.errors["/blocker.png"], .timedOut(blocker, seconds: 0.5))
+        XCTAssertEqual(h.log.errors["/blocker.png"], .timedOut(blocker, seconds: 0.5, stage: .transfer))
         XCTAssertNotNil(h.log.images["/img/5.png"])
     }
 

@@ -108,6 +108,7 @@ private struct ManyThreads: Sendable {
                 loader.eventMonitor = random.next() % 2 == 0 ? nil : monitor
                 loader.concurrentLoads = 1 + Int(random.next() % 3)
                 loader.loadingTimeout = 30
+                loader.requestTimeout = random.next() % 2 == 0 ? nil : .seconds(30)  // armed and disarmed, never reached
             case 9: loader.cache = random.next() % 3 == 0 ? nil : ImageCache()
             case 10..<13: startTask(url, cancelAtOnce: random.next() % 3 == 0)
             default:

@@ -157,7 +157,7 @@ final class DataLoaderTests: XCTestCase {
             done.fulfill()
         }
         wait(for: [arrived, done], timeout: 15, enforceOrder: true)
-        guard case .failure(.timedOut(let url, let seconds))? = result.value else {
+        guard case .failure(.timedOut(let url, let seconds, .transfer))? = result.value else {
             return XCTFail("expected timedOut, got \(String(describing: result.value))")
         }
         XCTAssertEqual(url, server.url("/hold"))

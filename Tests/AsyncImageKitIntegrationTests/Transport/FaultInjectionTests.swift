@@ -50,13 +50,13 @@ final class FaultInjectionTests: XCTestCase {
     func testResponseThatNeverStartsTimesOut() throws {
         let url = server.url(for: .neverStarts)
         let error = try assertFault("never starts", url, timeout: 1)
-        XCTAssertEqual(error, .timedOut(url, seconds: 1))
+        XCTAssertEqual(error, .timedOut(url, seconds: 1, stage: .transfer))
     }
 
     func testStallMidBodyTimesOut() throws {
         let url = server.url(for: .stallMidBody(png))
         let error = try assertFault("stall mid-body", url, timeout: 1)
-        XCTAssertEqual(error, .timedOut(url, seconds: 1))
+        XCTAssertEqual(error, .timedOut(url, seconds: 1, stage: .transfer))
     }
 
     /// Previews of a progressive JPEG come while it downloads; a stall
@@ -93,7 +93,7 @@ final class FaultInjectionTests: XCTestCase {
         XCTAssertEqual(seen.filter { $0 != "preview" }, ["failure"], "\(seen)")
         XCTAssertEqual(seen.last, "failure", "no preview after the outcome: \(seen)")
         XCTAssertGreaterThan(seen.filter { $0 == "preview" }.count, 0, "previews came before the stall")
-        XCTAssertEqual(failure.value, .timedOut(url, seconds: 2))
+        XCTAssertEqual(failure.value, .timedOut(url, seconds: 2, stage: .transfer))
         let seconds = try XCTUnwrap(elapsed.value)
         XCTAssertGreaterThanOrEqual(seconds, 1.8)
         XCTAssertLessThanOrEqual(seconds, 2 + margin)
@@ -106,7 +106,7 @@ final class FaultInjectionTests: XCTestCase {
         // 40 pieces 0.1 s apart: about 4 s, over a 1 s limit.
         let url = server.url(for: .drip(png, pieces: 40, interval: 0.1))
         let error = try assertFault("slow drip over the timeout", url, timeout: 1)
-        XCTAssertEqual(error, .timedOut(url, seconds: 1))
+        XCTAssertEqual(error, .timedOut(url, seconds: 1, stage: .transfer))
     }
 
     func testSlowDripUnderTheTimeoutSucceeds() throws {
@@ -213,7 +213,7 @@ final class FaultInjectionTests: XCTestCase {
         let error = try assertFault(
             "endless chunked body (no body limit in reach)", url, timeout: 1,
             transport: TransportConfiguration(maxBodySize: Int.max))
-        XCTAssertEqual(error, .timedOut(url, seconds: 1))
+        XCTAssertEqual(error, .timedOut(url, seconds: 1, stage: .transfer))
     }
 
     func testGzipBodyThatExpandsPastTheBodyLimit() throws {

@@ -279,7 +279,7 @@ final class ResumableTransferTests: XCTestCase {
         resource.inject(.hold(after: 6_000, gate: gate()))
         let recorder = TransferRecorder(self)
         let result = recorder.load(url, configuration: TransportConfiguration(timeout: 1))
-        guard case .failure(.timedOut(let failed, let seconds)) = result else {
+        guard case .failure(.timedOut(let failed, let seconds, .transfer)) = result else {
             return XCTFail("expected a timeout, got \(result)")
         }
         XCTAssertEqual(failed, url)

@@ -41,7 +41,9 @@ final class ServiceErrorTests: XCTestCase {
             (.tooManyRedirects(url, limit: 5), 502),
             (.headersTooLarge(url, limit: 65_536), 502),
             (.queueFull(url, limit: 10_000), 503),
-            (.timedOut(url, seconds: 10), 504),
+            (.timedOut(url, seconds: 10, stage: .transfer), 504),
+            (.timedOut(url, seconds: 10, stage: .queued), 504),
+            (.timedOut(url, seconds: 10, stage: .decode), 504),
             (.notCached(url), 504),
         ]
     }
@@ -61,7 +63,7 @@ final class ServiceErrorTests: XCTestCase {
                 XCTAssertFalse(message.contains(secret), "\(error): \(message)")
             }
         }
-        XCTAssertTrue(AsyncImageError.timedOut(url, seconds: 10).description.contains("secret-host.internal"))
+        XCTAssertTrue(AsyncImageError.timedOut(url, seconds: 10, stage: .transfer).description.contains("secret-host.internal"))
     }
 
     /// Real decodes: a pixel bomb (a 50,000 x 50,000 PNG header) is a 413,

@@ -32,6 +32,22 @@ extension AsyncImageLoader {
             let lookup = readDisk.lookUp(
                 job.diskKey, requestHeaders: transfer.request.headers, processings: processings,
                 needsFullSize: needsFullSize, rules: transfer.rules, now: Date().timeIntervalSince1970)
+            // Going to the network: what an earlier transfer received before
+            // it was cut off, to resume; then the disk is read, and a deadline
+            // finds the job transferring (a stored answer goes to the decoders).
+            var partial: StoredPartial?
+            let toNetwork: Bool
+            switch lookup {
+            case .usable: toNetwork = false
+            case .stale: toNetwork = true
+            case .miss: toNetwork = !transfer.rules.offline
+            }
+            if toNetwork {
+                if case .miss = lookup { partial = readDisk.store.partial(for: job.diskKey) }
+                self.state.withLock { _ in
+                    if case .loading(let current) = job.phase, current === handle { job.readsDisk = false }
+                }
+            }
             switch lookup {
             case .usable(let stored, let staleness):
                 self.transferFinished(
@@ -42,8 +58,7 @@ extension AsyncImageLoader {
             case .miss where transfer.rules.offline:
                 self.transferFinished(job, handle, .failure(.notCached(url)))
             case .miss:
-                // What an earlier transfer received before it was cut off, to resume.
-                self.fetch(transfer, stale: nil, partial: readDisk.store.partial(for: job.diskKey))
+                self.fetch(transfer, stale: nil, partial: partial)
             }
         }
     }

@@ -66,8 +66,9 @@ extension AsyncImageLoader {
 
     /// Under the lock: numbers `record`, files it in its lane, and either
     /// schedules its cache hit, or its failure when it is refused (by the
-    /// URL policy, or because `maxPendingRequests` are pending), or joins it
-    /// to its URL's job.
+    /// URL policy, because `maxPendingRequests` are pending, or because its
+    /// time limit has passed already), or joins it to its URL's job (and
+    /// arms its deadline).
     func add(
         _ record: LoadRequest, object: AnyObject?, hit: Image?, refusal: AsyncImageError? = nil, inline: Bool = false,
         _ state: inout LoaderState, _ effects: inout Effects
@@ -92,7 +93,9 @@ extension AsyncImageLoader {
         }
         // Admission: one comparison (the count includes this request).
         let full = state.requests.pendingCount > max(0, state.maxPendingRequests)
-        if let error = refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil) {
+        if let error = refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil)
+            ?? expiredDeadline(of: record, loaderTimeout: state.requestTimeout)
+        {
             let (logger, url) = (state.logger, record.request.url.absoluteString)
             effects.append { logger.info("request refused: \(error)", metadata: ["url": "\(url)"]) }
             scheduleDelivery(record, .failure(error), cache: nil, &state, &effects)
@@ -100,6 +103,7 @@ extension AsyncImageLoader {
         }
         let job = state.jobs.job(for: record)
         job.join(record, storage: record.request.diskStorage ?? state.diskStorage)
+        armDeadline(record, &state)
         StageWalk.note(.jobs, .down, record.request.url)
         record.fileProperties = job.fileProperties
         report(.queued, [record], &state, &effects)
@@ -156,6 +160,7 @@ extension AsyncImageLoader {
     /// (its rank may have changed): the one teardown of a request's indexes.
     func end(_ record: LoadRequest, as outcome: LoadRequest.State, _ state: inout LoaderState, _ effects: inout Effects) {
         if outcome == .delivered { StageWalk.note(.requests, .up, record.request.url) }
+        disarmDeadline(record, &effects)
         if let lane = state.requests.end(record, as: outcome, &effects.keep) { state.slots.refile(lane) }
         if state.requests.pendingCount == 0, !state.idleWaiters.isEmpty {
             let waiters = state.idleWaiters.values
@@ -184,7 +189,7 @@ extension AsyncImageLoader {
 
     /// `job` has no request left: it ends, and its transfer is stopped,
     /// unless its decode runs already (the image is still cached).
-    private func drop(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
+    func drop(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         switch job.phase {
         case .queued:
             finish(job, &state, &effects)

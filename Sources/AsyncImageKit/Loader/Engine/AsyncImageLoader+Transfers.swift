@@ -51,6 +51,7 @@ extension AsyncImageLoader {
         let disk = job.url.isFileURL ? nil : state.diskCache.map { HTTPCache(policy: state.httpCache, store: ImageDiskStore(cache: $0)) }
         job.disk.cache = job.policy.contains(.skipDiskWrites) ? nil : disk
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
+        job.readsDisk = readDisk != nil
         let writeDisk = job.disk.cache
         let rules = StaleRules(job.policy, isFileURL: job.url.isFileURL)
         let transfer = TransferContext(

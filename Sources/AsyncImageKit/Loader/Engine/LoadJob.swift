@@ -40,6 +40,9 @@ final class LoadJob: @unchecked Sendable {
     /// Requests waiting for this job's body, by id.
     private(set) var requests = RequestSet()
     var phase = Phase.queued
+    /// Loading, and still reading its stored response from the disk cache
+    /// (the HTTP cache stage's lookup), not yet at the network.
+    var readsDisk = false
     /// Its requests that are not prefetches: none, and a transfer it holds
     /// counts against the prefetch cap.
     private(set) var visibleCount = 0
@@ -129,6 +132,15 @@ final class LoadJob: @unchecked Sendable {
     var isQueued: Bool {
         if case .queued = phase { return true }
         return false
+    }
+
+    /// The stage its requests are in, as a deadline reports it.
+    var stage: LoadStage {
+        switch phase {
+        case .queued: return .queued
+        case .loading: return readsDisk ? .diskRead : .transfer
+        case .awaitingDecoder, .decoding, .finished: return .decode
+        }
     }
 
     /// The highest priority among its requests.

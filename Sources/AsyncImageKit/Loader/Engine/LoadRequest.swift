@@ -42,6 +42,9 @@ final class LoadRequest: @unchecked Sendable {
     var afterDelivery: (@Sendable () -> Void)?
 
     var state = State.pending
+    /// Fires when its time limit passes (``ImageRequest/timeout``); nil
+    /// without one. Cancelled when the request ends (see ``RequestDeadline``).
+    var deadline: DispatchSourceTimer?
     /// The job loading it; nil once its outcome is scheduled for delivery.
     var job: LoadJob?
     /// Its unit in the transfer queue (its target and action's lane, or its own).

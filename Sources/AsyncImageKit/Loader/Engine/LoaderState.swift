@@ -8,6 +8,8 @@ struct LoaderState {
     // Settings.
     var cache: (any ImageCaching)?
     var loadingTimeout: Double
+    /// The deadline of requests without a timeout of their own (see `RequestDeadline`).
+    var requestTimeout: Duration?
     var deliveryQueue: DispatchQueue
     var notificationCenter: NotificationCenter?
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
@@ -48,6 +50,7 @@ struct LoaderState {
             order: configuration.queueOrder)
         decodes = DecodeScheduler(order: configuration.queueOrder)
         loadingTimeout = configuration.loadingTimeout
+        requestTimeout = configuration.requestTimeout
         deliveryQueue = configuration.deliveryQueue
         notificationCenter = configuration.notificationCenter
         logger = configuration.logger
