@@ -82,8 +82,25 @@ extension AsyncImageLoader {
             // the disk write queue: a disk that waits for another process's
             // lock delays no image.
             var storeOnDisk: (@Sendable () -> Void)?
+            // The still's bytes for the requests that want them
+            // (``encodedImage(for:encoding:)``): a stored thumbnail's own,
+            // or, when the disk stores what they want, made here once for
+            // both (a first fetch encodes once, not once for the disk and
+            // once for the answer).
+            var encoded = restored == nil ? nil : storedImage.flatMap { StoredImage.stored($0)?.encoded }
             if case .success(let image) = outcome, restored == nil {
-                storeOnDisk = state.withLock { state in self.diskWrite(for: job, body: data, key: key, image: image, &state) }
+                let (write, wanted) = state.withLock { state in
+                    (self.diskWrite(for: job, body: data, key: key, &state), job.requests(for: key).compactMap(\.encoding))
+                }
+                if let write {
+                    let kind = write.encoding.storedKind(opaque: image.isOpaque)
+                    if write.storesImage, !image.isAnimated, wanted.contains(where: { $0.answerKind(opaque: image.isOpaque) == kind }) {
+                        EncodeWatch.note(url)
+                        encoded = try? EncodedPayload(image, as: kind)
+                    }
+                    let run = write(image, reusing: encoded)
+                    storeOnDisk = { [diskWrites] in diskWrites.async(execute: run) }
+                }
             }
             if unreadable, let (store, generation) = state.withLock({ _ in job.disk.cache.map { ($0.store, job.disk.generation) } }),
                 let generation
@@ -136,6 +153,11 @@ extension AsyncImageLoader {
                 StageWalk.note(.jobs, .up, url)
                 for record in job.requests(for: key) where !decodeAgain(record) {
                     job.leave(record)
+                    if let encoded, case .success(let image) = outcome,
+                        record.encoding?.answerKind(opaque: image.isOpaque) == encoded.kind
+                    {
+                        record.encoded = encoded
+                    }
                     let result = outcome.flatMap { Self.checked($0, for: record) }
                     self.deliver(record, from: job, result, &state, &effects)
                 }
