@@ -6,7 +6,7 @@ import Foundation
 ///
 /// ```swift
 /// let thumbnail = try await loader.encodedImage(
-///     for: ImageRequest(url: url, displaySize: .fitInside(PixelSize(width: 256, height: 256))),
+///     for: ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 256, height: 256))),
 ///     encoding: .automatic(quality: 85))
 /// // thumbnail.data, thumbnail.contentType ("image/jpeg" or "image/png")
 /// ```

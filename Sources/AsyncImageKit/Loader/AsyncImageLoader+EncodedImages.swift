@@ -8,7 +8,7 @@ extension AsyncImageLoader {
     /// thumbnail the disk cache holds is served as it is stored.
     ///
     /// ```swift
-    /// let request = ImageRequest(url: url, displaySize: .fitInside(PixelSize(width: 256, height: 256)))
+    /// let request = ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 256, height: 256)))
     /// let thumbnail = try await loader.encodedImage(for: request)
     /// // respond with thumbnail.data, Content-Type: thumbnail.contentType
     /// ```
@@ -39,7 +39,7 @@ extension AsyncImageLoader {
     /// calling task.
     ///
     /// - Parameters:
-    ///   - request: what to load; a display size (``ImageRequest/init(url:displaySize:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``)
+    ///   - request: what to load; a display size (``ImageRequest/init(url:sizing:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``)
     ///     makes a thumbnail the disk cache keeps.
     ///   - encoding: how to write it (default ``ImageEncoding/automatic``:
     ///     JPEG at quality 90 for an opaque image, PNG for one with

@@ -4,8 +4,8 @@ import Foundation
 /// is: the presets a thumbnail service or a view asks for, at the call site.
 ///
 /// ```swift
-/// ImageRequest(url: url, displaySize: .fitInside(PixelSize(width: 256, height: 256)))
-/// ImageRequest(url: url, displaySize: .fillAndCrop(PixelSize(width: 256, height: 256)))
+/// ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 256, height: 256)))
+/// ImageRequest(url: url, sizing: .fillAndCrop(PixelSize(width: 256, height: 256)))
 /// ImageProcessors.Resize(.fitInside(PixelSize(width: 64, height: 64)))
 /// ```
 ///
@@ -26,7 +26,7 @@ import Foundation
 /// exactly the box, with transparent margins, for a view that lays out
 /// a fixed box. A source is enlarged only with
 /// ``ScalingOptions/enlargesSmallImages``, through ``init(size:contentMode:scaling:)``.
-public struct DisplaySize: Sendable, Hashable {
+public struct ImageSizing: Sendable, Hashable {
     /// The box.
     public var size: PixelSize
     /// Whether the image fits inside the box or covers it.
@@ -45,8 +45,8 @@ public struct DisplaySize: Sendable, Hashable {
     /// its aspect ratio kept, at most the box on each side (a 500x375 source
     /// at 100x100 is 100x75; a 50x40 one stays 50x40). Aspect fit with
     /// ``ScalingOptions/fitWithoutMargins``.
-    public static func fitInside(_ size: PixelSize) -> DisplaySize {
-        DisplaySize(size: size, contentMode: .aspectFit, scaling: .fitWithoutMargins)
+    public static func fitInside(_ size: PixelSize) -> ImageSizing {
+        ImageSizing(size: size, contentMode: .aspectFit, scaling: .fitWithoutMargins)
     }
 
     /// Cover the box and crop to it, centred, never enlarged: exactly the
@@ -57,22 +57,22 @@ public struct DisplaySize: Sendable, Hashable {
     /// source at 100x100 gives its centre 40x40; at 256x128, 50x25), so the
     /// result always has the box's aspect ratio and no margins. Aspect fill
     /// with ``ScalingOptions/cropsSmallImagesToShape``.
-    public static func fillAndCrop(_ size: PixelSize) -> DisplaySize {
-        DisplaySize(size: size, contentMode: .aspectFill, scaling: .cropsSmallImagesToShape)
+    public static func fillAndCrop(_ size: PixelSize) -> ImageSizing {
+        ImageSizing(size: size, contentMode: .aspectFill, scaling: .cropsSmallImagesToShape)
     }
 
     /// Exactly the box, Nimbus' default (no ``ScalingOptions``): aspect fit
     /// scales the whole image inside it and leaves transparent margins;
     /// aspect fill covers it and crops the excess; a source smaller than
     /// the box is not enlarged but centred on it, with transparent margins.
-    public static func exact(_ size: PixelSize, contentMode: ContentMode = .aspectFill) -> DisplaySize {
-        DisplaySize(size: size, contentMode: contentMode)
+    public static func exact(_ size: PixelSize, contentMode: ContentMode = .aspectFill) -> ImageSizing {
+        ImageSizing(size: size, contentMode: contentMode)
     }
 }
 
 /// How an image meets its display size, beyond the content mode: Nimbus'
 /// `NINetworkImageView` scale options (see ``DecodingOptions/scaling``).
-/// ``DisplaySize``'s presets name the combinations a caller usually wants.
+/// ``ImageSizing``'s presets name the combinations a caller usually wants.
 ///
 /// By default (no option) the result is **exactly the display size**, as in
 /// Nimbus: ``ContentMode/aspectFit`` scales the whole image inside it and
@@ -82,10 +82,10 @@ public struct DisplaySize: Sendable, Hashable {
 ///
 /// | content mode | options | preset | 500x375 | 50x40 |
 /// |---|---|---|---|---|
-/// | fit | none | ``DisplaySize/exact(_:contentMode:)`` | 100x100: the image 100x75, transparent rows above and below | 100x100: the image centred, transparent around it |
-/// | fill | none | ``DisplaySize/exact(_:contentMode:)`` | 100x100: the image 133x100, 16 columns cropped left and 17 right | 100x100: the image centred, transparent around it |
-/// | fit | ``fitWithoutMargins`` (``fitCropsExcess``) | ``DisplaySize/fitInside(_:)`` | 100x75 | 50x40 |
-/// | fill | ``cropsSmallImagesToShape`` | ``DisplaySize/fillAndCrop(_:)`` | 100x100, as with none | 40x40: its centre, the box's shape |
+/// | fit | none | ``ImageSizing/exact(_:contentMode:)`` | 100x100: the image 100x75, transparent rows above and below | 100x100: the image centred, transparent around it |
+/// | fill | none | ``ImageSizing/exact(_:contentMode:)`` | 100x100: the image 133x100, 16 columns cropped left and 17 right | 100x100: the image centred, transparent around it |
+/// | fit | ``fitWithoutMargins`` (``fitCropsExcess``) | ``ImageSizing/fitInside(_:)`` | 100x75 | 50x40 |
+/// | fill | ``cropsSmallImagesToShape`` | ``ImageSizing/fillAndCrop(_:)`` | 100x100, as with none | 40x40: its centre, the box's shape |
 /// | fill | ``fillWithoutCropping`` (``fillLeavesExcess``) | | 133x100 | 50x40 |
 ///
 /// A source smaller than the display size is not enlarged unless
@@ -117,7 +117,7 @@ public struct ScalingOptions: OptionSet, Sendable, Hashable {
     /// enlarged) is cropped, centred, to the display size's aspect ratio at
     /// its own scale, instead of being centred on a transparent canvas of
     /// the display size: no margins, the box's shape, at most the box
-    /// (``DisplaySize/fillAndCrop(_:)``). A source that covers the display
+    /// (``ImageSizing/fillAndCrop(_:)``). A source that covers the display
     /// size is cropped to it exactly, as without this option. No effect on
     /// aspect fit, nor with ``fillWithoutCropping``.
     public static let cropsSmallImagesToShape = ScalingOptions(rawValue: 1 << 3)

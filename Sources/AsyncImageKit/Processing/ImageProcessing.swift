@@ -61,9 +61,9 @@ public enum ImageProcessors {
         }
 
         /// A resize to a display size said by what the result is
-        /// (``DisplaySize/fitInside(_:)``, ``DisplaySize/fillAndCrop(_:)``, ...).
-        public init(_ displaySize: DisplaySize) {
-            self.init(size: displaySize.size, contentMode: displaySize.contentMode, scaling: displaySize.scaling)
+        /// (``ImageSizing/fitInside(_:)``, ``ImageSizing/fillAndCrop(_:)``, ...).
+        public init(_ sizing: ImageSizing) {
+            self.init(size: sizing.size, contentMode: sizing.contentMode, scaling: sizing.scaling)
         }
 
         public var identifier: String {

@@ -85,7 +85,7 @@ final class EncodedImageTests: XCTestCase {
         let transport = Self.transport(fake, [url.path: Self.opaqueJPEG])
         let store = MemoryDataStore()
         let decodes = Counter()
-        let request = ImageRequest(url: url, displaySize: .fitInside(Self.box))
+        let request = ImageRequest(url: url, sizing: .fitInside(Self.box))
         EncodeWatch.watch(url)
         defer { EncodeWatch.stop(url) }
 
@@ -150,7 +150,7 @@ final class EncodedImageTests: XCTestCase {
         let transport = Self.transport(fake, [url.path: Self.translucentPNG])
         let store = MemoryDataStore()
         let decodes = Counter()
-        let request = ImageRequest(url: url, displaySize: .fitInside(Self.box))
+        let request = ImageRequest(url: url, sizing: .fitInside(Self.box))
         EncodeWatch.watch(url)
         defer { EncodeWatch.stop(url) }
 
@@ -197,7 +197,7 @@ final class EncodedImageTests: XCTestCase {
         let memory = ImageCache()
         let store = MemoryDataStore()
         let loader = loader(transport, disk: store, memory: memory, decodes: decodes)
-        let request = ImageRequest(url: url, displaySize: .fillAndCrop(Self.box))
+        let request = ImageRequest(url: url, sizing: .fillAndCrop(Self.box))
         let first = try await loader.encodedImage(for: request)
         XCTAssertEqual(first.source, .network)
         XCTAssertEqual([first.width, first.height], [100, 100])
@@ -219,7 +219,7 @@ final class EncodedImageTests: XCTestCase {
         let url = Self.url(4)
         let transport = Self.transport(fake, [url.path: Self.opaqueJPEG])
         let loader = loader(transport, disk: nil, memory: ImageCache(), decodes: Counter())
-        let request = ImageRequest(url: url, displaySize: .fitInside(PixelSize(width: 256, height: 256)))
+        let request = ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 256, height: 256)))
         var sizes: [Int] = []
         for quality in [20, 50, 95] {
             let encoded = try await loader.encodedImage(for: request, encoding: .automatic(quality: quality))
@@ -239,11 +239,11 @@ final class EncodedImageTests: XCTestCase {
         let transport = Self.transport(fake, [url.path: Self.opaqueJPEG])
         let store = MemoryDataStore()
         let writer = loader(transport, disk: store, decodes: Counter())
-        _ = try await writer.encodedImage(for: ImageRequest(url: url, displaySize: .fitInside(Self.box)))
+        _ = try await writer.encodedImage(for: ImageRequest(url: url, sizing: .fitInside(Self.box)))
         writer.flushDiskWrites()
         let reader = loader(transport, disk: store, decodes: Counter())
         do {
-            _ = try await reader.encodedImage(for: ImageRequest(url: url, displaySize: .fitInside(Self.box), maxPixels: 1000))
+            _ = try await reader.encodedImage(for: ImageRequest(url: url, sizing: .fitInside(Self.box), maxPixels: 1000))
             XCTFail("over the pixel limit")
         } catch let error as AsyncImageError {
             guard case .decoding(let failure, _) = error else { return XCTFail("\(error)") }

@@ -132,7 +132,7 @@ final class OpacityTests: XCTestCase {
 
     func testFramingAndProcessorsSayWhetherTheResultIsOpaque() throws {
         let jpeg = try JPEGEncoder(quality: 90).encode(Self.photo())
-        func decode(_ size: DisplaySize) throws -> Image {
+        func decode(_ size: ImageSizing) throws -> Image {
             try decoder.decode(
                 jpeg, options: DecodingOptions(targetSize: size.size, contentMode: size.contentMode, scaling: size.scaling))
         }

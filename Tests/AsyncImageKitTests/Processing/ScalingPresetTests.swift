@@ -8,7 +8,7 @@ import XCTest
 /// `fitInside` (no padding, never enlarged), `fillAndCrop` (the box's
 /// shape, no margins, never enlarged) and `exact` (Nimbus' default), each
 /// with a 500x375 and a 50x40 JPEG, at a display-size decode and as a
-/// `Resize` processor, with the sizes of `DisplaySize`'s table.
+/// `Resize` processor, with the sizes of `ImageSizing`'s table.
 final class ScalingPresetTests: XCTestCase {
     private static let box = PixelSize(width: 100, height: 100)
     private static let large = PixelSize(width: 500, height: 375)
@@ -19,23 +19,23 @@ final class ScalingPresetTests: XCTestCase {
         try JPEGEncoder(quality: 95).encode(SyntheticImage.quadrants(width: size.width, height: size.height))
     }
 
-    /// `source` at `displaySize`: decoded at display size, and decoded whole
+    /// `source` at `sizing`: decoded at display size, and decoded whole
     /// then resized by the processor; both must agree on the size and opacity.
-    private func results(_ source: PixelSize, _ displaySize: DisplaySize) throws -> [Image] {
+    private func results(_ source: PixelSize, _ sizing: ImageSizing) throws -> [Image] {
         let data = try Self.jpeg(source)
         let decoded = try ImageDecoder().decode(
             data,
             options: DecodingOptions(
-                targetSize: displaySize.size, contentMode: displaySize.contentMode, scaling: displaySize.scaling))
-        let processed = try ImageProcessors.Resize(displaySize).process(ImageDecoder().decode(data))
+                targetSize: sizing.size, contentMode: sizing.contentMode, scaling: sizing.scaling))
+        let processed = try ImageProcessors.Resize(sizing).process(ImageDecoder().decode(data))
         return [decoded, processed]
     }
 
     private func assertPreset(
-        _ displaySize: DisplaySize, _ source: PixelSize, size expected: PixelSize, opaque: Bool,
+        _ sizing: ImageSizing, _ source: PixelSize, size expected: PixelSize, opaque: Bool,
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
-        for (index, image) in try results(source, displaySize).enumerated() {
+        for (index, image) in try results(source, sizing).enumerated() {
             let how = index == 0 ? "decoded at display size" : "resized by the processor"
             XCTAssertEqual(image.size, expected, "\(source) \(how)", file: file, line: line)
             XCTAssertEqual(image.isOpaque, opaque, "\(source) \(how)", file: file, line: line)
@@ -85,7 +85,7 @@ final class ScalingPresetTests: XCTestCase {
     /// With `enlargesSmallImages`, fill-and-crop gives exactly the box even
     /// for a small source (its shape option then has nothing to do).
     func testEnlargingFillsTheBoxExactly() throws {
-        let enlarging = DisplaySize(
+        let enlarging = ImageSizing(
             size: Self.box, contentMode: .aspectFill, scaling: [.cropsSmallImagesToShape, .enlargesSmallImages])
         try assertPreset(enlarging, Self.small, size: Self.box, opaque: true)
     }
@@ -94,21 +94,21 @@ final class ScalingPresetTests: XCTestCase {
     /// the explicit initializer's (the same cache key).
     func testPresetsAreTheirOptionsAndKeyTheCacheAsThem() {
         let url = URL(string: "https://example.com/a.jpg")!
-        XCTAssertEqual(DisplaySize.fitInside(Self.box), DisplaySize(size: Self.box, contentMode: .aspectFit, scaling: .fitCropsExcess))
-        XCTAssertEqual(DisplaySize.fillAndCrop(Self.box).contentMode, .aspectFill)
-        XCTAssertEqual(DisplaySize.exact(Self.box).scaling, [])
+        XCTAssertEqual(ImageSizing.fitInside(Self.box), ImageSizing(size: Self.box, contentMode: .aspectFit, scaling: .fitCropsExcess))
+        XCTAssertEqual(ImageSizing.fillAndCrop(Self.box).contentMode, .aspectFill)
+        XCTAssertEqual(ImageSizing.exact(Self.box).scaling, [])
         XCTAssertEqual(ScalingOptions.fitWithoutMargins, .fitCropsExcess)
         XCTAssertEqual(ScalingOptions.fillWithoutCropping, .fillLeavesExcess)
-        for preset in [DisplaySize.fitInside(Self.box), .fillAndCrop(Self.box), .exact(Self.box, contentMode: .aspectFit)] {
-            let request = ImageRequest(url: url, displaySize: preset, priority: .high)
+        for preset in [ImageSizing.fitInside(Self.box), .fillAndCrop(Self.box), .exact(Self.box, contentMode: .aspectFit)] {
+            let request = ImageRequest(url: url, sizing: preset, priority: .high)
             let explicit = ImageRequest(
                 url: url, targetSize: preset.size, contentMode: preset.contentMode, scaling: preset.scaling, priority: .high)
             XCTAssertEqual(request, explicit)
             XCTAssertEqual(request.cacheKey, explicit.cacheKey)
         }
-        let keys = Set([DisplaySize.fitInside(Self.box), .fillAndCrop(Self.box), .exact(Self.box), .exact(Self.box, contentMode: .aspectFit)]
-            .map { ImageRequest(url: url, displaySize: $0).cacheKey.processing })
+        let keys = Set([ImageSizing.fitInside(Self.box), .fillAndCrop(Self.box), .exact(Self.box), .exact(Self.box, contentMode: .aspectFit)]
+            .map { ImageRequest(url: url, sizing: $0).cacheKey.processing })
         XCTAssertEqual(keys.count, 4, "each preset keys the caches apart: \(keys)")
-        XCTAssertEqual(ImageRequest(url: url, displaySize: .fillAndCrop(Self.box)).cacheKey.processing, "100x100-fill-shape")
+        XCTAssertEqual(ImageRequest(url: url, sizing: .fillAndCrop(Self.box)).cacheKey.processing, "100x100-fill-shape")
     }
 }
