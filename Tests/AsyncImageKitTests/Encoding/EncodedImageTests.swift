@@ -188,6 +188,43 @@ final class EncodedImageTests: XCTestCase {
         XCTAssertEqual(fake.startedPaths.count, 1)
     }
 
+    /// A stored thumbnail that must be revalidated first (`no-cache`) is
+    /// not served as it is before the server says so: the load revalidates
+    /// (a `304`), decodes the stored thumbnail (for the memory cache), and
+    /// answers with its stored bytes, not encoded again.
+    func testARevalidatedThumbnailIsAnsweredWithItsStoredBytes() async throws {
+        let fake = FakeDataLoader()
+        fake.isSuspended = false
+        let url = Self.url(6)
+        let transport = AnsweringTransport(fake) { request, response in
+            if request.header("if-none-match") == "\"v1\"" {
+                return response.with(statusCode: 304, headers: ["etag": "\"v1\"", "cache-control": "no-cache"], body: Data())
+            }
+            return response.with(
+                statusCode: 200, headers: ["etag": "\"v1\"", "cache-control": "no-cache", "content-type": "image/jpeg"],
+                body: Self.opaqueJPEG)
+        }
+        let store = MemoryDataStore()
+        let decodes = Counter()
+        let request = ImageRequest(url: url, sizing: .fitInside(Self.box))
+        EncodeWatch.watch(url)
+        defer { EncodeWatch.stop(url) }
+        let writer = loader(transport, disk: store, decodes: decodes)
+        let first = try await writer.encodedImage(for: request)
+        writer.flushDiskWrites()
+        XCTAssertEqual(EncodeWatch.count(of: url), 1)
+
+        let reader = loader(transport, disk: store, decodes: decodes)
+        let revalidated = try await reader.encodedImage(for: request)
+        XCTAssertEqual(fake.startedPaths.count, 2, "asked the server first")
+        XCTAssertEqual(fake.startedRequests.last?.header("if-none-match"), "\"v1\"")
+        XCTAssertEqual(revalidated.source, .diskCache)
+        XCTAssertFalse(revalidated.isStoredEncoding, "decoded (for the memory cache) on the way")
+        XCTAssertEqual(revalidated.data, first.data, "the stored bytes")
+        XCTAssertEqual(decodes.value, 2, "the body once, then the stored thumbnail once")
+        XCTAssertEqual(EncodeWatch.count(of: url), 1, "not encoded again")
+    }
+
     /// A memory hit is encoded from the cached image: no transfer, no decode.
     func testAMemoryHitIsEncoded() async throws {
         let fake = FakeDataLoader()

@@ -43,9 +43,12 @@ extension AsyncImageLoader {
         while true {
             let url = job.url
             StageWalk.note(.decode, .up, url)
-            let (storedImage, hasBody, processors) = state.withLock { _ in
+            let (storedImage, hasBody, processors, encodings) = state.withLock { _ in
                 options = DCEarlyEnd.decodingOptions(options, for: job)
-                return (job.disk.storedImages[key.processing], job.disk.hasBody, job.processors[key] ?? [])
+                return (
+                    job.disk.storedImages[key.processing], job.disk.hasBody, job.processors[key] ?? [],
+                    job.encodings(for: key)
+                )
             }
             // A stored processed image is read back instead of decoding the
             // body; one that does not read (a damaged payload) falls back to
@@ -87,14 +90,15 @@ extension AsyncImageLoader {
             // or, when the disk stores what they want, made here once for
             // both (a first fetch encodes once, not once for the disk and
             // once for the answer).
-            var encoded = restored == nil ? nil : storedImage.flatMap { StoredImage.stored($0)?.encoded }
+            var encoded: EncodedPayload?
+            if restored != nil, !encodings.isEmpty { encoded = storedImage.flatMap { StoredImage.stored($0)?.encoded } }
             if case .success(let image) = outcome, restored == nil {
-                let (write, wanted) = state.withLock { state in
-                    (self.diskWrite(for: job, body: data, key: key, &state), job.requests(for: key).compactMap(\.encoding))
-                }
+                let write = state.withLock { state in self.diskWrite(for: job, body: data, key: key, &state) }
                 if let write {
                     let kind = write.encoding.storedKind(opaque: image.isOpaque)
-                    if write.storesImage, !image.isAnimated, wanted.contains(where: { $0.answerKind(opaque: image.isOpaque) == kind }) {
+                    if write.storesImage, !image.isAnimated,
+                        encodings.contains(where: { $0.answerKind(opaque: image.isOpaque) == kind })
+                    {
                         EncodeWatch.note(url)
                         encoded = try? EncodedPayload(image, as: kind)
                     }
