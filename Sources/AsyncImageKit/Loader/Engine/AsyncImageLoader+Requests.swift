@@ -19,8 +19,7 @@ extension AsyncImageLoader {
         let record = LoadRequest(
             request: request, target: target, success: success, failure: failure,
             cache: policy.contains(.skipMemoryWrites) ? nil : cache,
-            isPrefetch: isPrefetch, onCancelled: onCancelled, completion: completion)
-        record.encoding = encoding
+            isPrefetch: isPrefetch, onCancelled: onCancelled, encoding: encoding, completion: completion)
         record.heldIn = hit == nil ? nil : cache
         // Inline only outside other deliveries (see `DeliveryDepth`).
         let inline =

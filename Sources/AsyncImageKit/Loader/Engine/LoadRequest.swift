@@ -57,10 +57,10 @@ final class LoadRequest: @unchecked Sendable {
     var http: ImageResponse.HTTPInfo?
     var earlyEnd: ImageResponse.EarlyEnd?
     /// The encoding its caller will write the image in
-    /// (``AsyncImageLoader/encodedImage(for:encoding:)``), set before it is
-    /// added; and the bytes made for it by the store stage (a stored
-    /// thumbnail's own, or made once for the disk and it), set before its delivery.
-    var encoding: ImageEncoding?
+    /// (``AsyncImageLoader/encodedImage(for:encoding:)``); and the bytes
+    /// made for it by the store stage (a stored thumbnail's own, or made
+    /// once for the disk and it), set before its delivery.
+    let encoding: ImageEncoding?
     var encoded: EncodedPayload?
     /// The file's properties once probed (see ``ImageTask/fileProperties``),
     /// and who waits for them.
@@ -88,8 +88,9 @@ final class LoadRequest: @unchecked Sendable {
     init(
         request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
         cache: (any ImageCaching)?, isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
-        completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
+        encoding: ImageEncoding? = nil, completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) {
+        self.encoding = encoding
         self.request = request
         self.priority = request.priority
         self.target = target.map(WeakTarget.init)
