@@ -132,6 +132,7 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
     if (!(color_type & PNG_COLOR_MASK_ALPHA) && !png_get_valid(png, info, PNG_INFO_tRNS)) {
         png_set_add_alpha(png, 0xff, PNG_FILLER_AFTER);
+        result->opaque = 1;
     }
     int passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);

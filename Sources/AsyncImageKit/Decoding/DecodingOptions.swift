@@ -69,19 +69,29 @@ public struct DecodingOptions: Sendable, Hashable {
     /// or ``maxFrames``, or nil. The loader checks each request's own limits
     /// with it when a decode or a cached image made under other limits is shared.
     func limitFailure(for image: Image) -> DecodingFailure? {
-        if image.frames.count > maxFrames {
+        limitFailure(
+            format: image.format, originalSize: image.originalSize, frameCount: image.frames.count,
+            countedPixels: image.decodeInfo.countedPixels)
+    }
+
+    /// Why an image of `originalSize` in `frameCount` frames (its decoder
+    /// having counted `countedPixels`) is over the limits, or nil: the check
+    /// of ``limitFailure(for:)``, for a stored thumbnail served undecoded.
+    func limitFailure(format: ImageFormat?, originalSize size: PixelSize, frameCount: Int, countedPixels: Int?)
+        -> DecodingFailure?
+    {
+        if frameCount > maxFrames {
             return DecodingFailure(
-                format: image.format, stage: .limits,
-                reason: "\(image.frames.count) frames is over the limit of \(maxFrames) frames", isPixelLimit: true)
+                format: format, stage: .limits,
+                reason: "\(frameCount) frames is over the limit of \(maxFrames) frames", isPixelLimit: true)
         }
-        let size = image.originalSize
         var (pixels, overflow) = max(0, size.width).multipliedReportingOverflow(by: max(0, size.height))
-        if !overflow { (pixels, overflow) = pixels.multipliedReportingOverflow(by: max(1, image.frames.count)) }
-        if let counted = image.decodeInfo.countedPixels, counted > pixels { pixels = counted }
+        if !overflow { (pixels, overflow) = pixels.multipliedReportingOverflow(by: max(1, frameCount)) }
+        if let counted = countedPixels, counted > pixels { pixels = counted }
         guard overflow || pixels > maxPixels else { return nil }
-        let frames = image.frames.count > 1 ? " in \(image.frames.count) frames" : ""
+        let frames = frameCount > 1 ? " in \(frameCount) frames" : ""
         return DecodingFailure(
-            format: image.format, stage: .limits,
+            format: format, stage: .limits,
             reason: "\(size.width)x\(size.height)\(frames) is over the limit of \(maxPixels) pixels", isPixelLimit: true)
     }
 }

@@ -36,9 +36,14 @@ public struct GIFDecoder: ImageDecoding {
         guard ImageFormat.sniff(data) == .gif else {
             throw failure(.header, "not a GIF file (no GIF87a or GIF89a signature)")
         }
+        // The canvas may show transparency (a transparent index, a frame
+        // smaller than the screen, a disposal): the frames are scanned,
+        // unless a resize follows, which measures its own result.
         let decoded: Result<Image, AsyncImageError> = data.withBytes { bytes, count in
             Result { () throws(AsyncImageError) -> Image in
-                try decodeFrames(bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames)
+                try decodeFrames(
+                    bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames,
+                    resized: { options.targetSize == nil ? nil : options.naturalSize(for: $0) })
             }
         }
         let image = try decoded.get()
@@ -52,7 +57,8 @@ public struct GIFDecoder: ImageDecoding {
     static let minimumFramePixels = 256
 
     private func decodeFrames(
-        _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int
+        _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int,
+        resized: (PixelSize) -> PixelSize?
     ) throws(AsyncImageError)
         -> Image
     {
@@ -222,9 +228,11 @@ public struct GIFDecoder: ImageDecoding {
         if frames.count == 1 { frames = [ImageFrame(pixels: frames[0].pixels, duration: 0)] }
         var info = DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))
         info.countedPixels = decodedPixels
+        let screen = PixelSize(width: width, height: height)
+        let resizes = resized(screen).map { $0 != screen } ?? false
         return Image(
             width: width, height: height, bytesPerRow: width * 4, frames: frames, format: .gif,
-            loopCount: loopCount, decodeInfo: info)
+            loopCount: loopCount, decodeInfo: info, opacity: resizes ? .unmeasured : .unknown)
     }
 
     /// The file-order row sequence of an interlaced image: rows 0, 8, 16...,

@@ -55,7 +55,8 @@ public struct JPEGDecoder: ImageDecoding {
             width: width, height: height, bytesPerRow: bytesPerRow,
             frames: [ImageFrame(pixels: pixels, duration: 0)], format: .jpeg,
             originalSize: orientation.swapsDimensions ? source.transposed : source,
-            decodeInfo: DecodeInfo(scaleDenominator: Int(result.scale_denom), decodedSize: result.decodedSize))
+            decodeInfo: DecodeInfo(scaleDenominator: Int(result.scale_denom), decodedSize: result.decodedSize),
+            opacity: .opaque)  // JPEG has no alpha: every pixel is opaque
         if let storedTarget, storedTarget != image.size {
             image = try ImageResizer.resize(image, to: storedTarget)
         }

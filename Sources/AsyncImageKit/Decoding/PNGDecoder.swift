@@ -32,14 +32,21 @@ public struct PNGDecoder: ImageDecoding {
         let pixels = result.takePixels()
         let stored = result.decodedSize
         let upright = orientation.swapsDimensions ? stored.transposed : stored
+        // The target is for the upright image: the stored pixels are resized to its stored equivalent.
+        let resized = options.targetSize.map { _ in
+            let final = options.naturalSize(for: upright)
+            return orientation.swapsDimensions ? final.transposed : final
+        }
+        // Opaque by its colour type (no alpha, no tRNS), else scanned,
+        // unless a resize follows, which measures its own result.
+        let opacity: Image.Opacity =
+            result.opaque != 0 ? .opaque : resized.map { $0 != stored } == true ? .unmeasured : .unknown
         var image = Image(
             width: stored.width, height: stored.height, bytesPerRow: Int(result.bytes_per_row),
             frames: [ImageFrame(pixels: pixels, duration: 0)], format: .png, originalSize: upright,
-            decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: stored))
-        if options.targetSize != nil {
-            // The target is for the upright image: resize the stored pixels to its stored equivalent.
-            let final = options.naturalSize(for: upright)
-            image = try ImageResizer.resize(image, to: orientation.swapsDimensions ? final.transposed : final)
+            decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: stored), opacity: opacity)
+        if let resized {
+            image = try ImageResizer.resize(image, to: resized)
         }
         if orientation != .up {
             image = try OrientationTransform.apply(orientation, to: image)

@@ -80,6 +80,8 @@ public struct WebPDecoder: ImageDecoding {
         if features.has_animation != 0 {
             return try decodeAnimation(bytes, count: count, declared: declared, width: width, height: height, options: options)
         }
+        // Without alpha (`ALPH`, or VP8L's own), libwebp writes alpha 255 everywhere.
+        let hasAlpha = features.has_alpha != 0
 
         let pixels = width * height
         guard pixels <= options.maxPixels else {
@@ -121,7 +123,8 @@ public struct WebPDecoder: ImageDecoding {
         return Image(
             width: output.width, height: output.height, bytesPerRow: bytesPerRow,
             frames: [ImageFrame(pixels: PixelMemory.data(taking: buffer, count: size), duration: 0)], format: .webp,
-            originalSize: full, decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: output))
+            originalSize: full, decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: output),
+            opacity: .opaque(if: !hasAlpha))
     }
 
     private func decodeAnimation(
@@ -190,11 +193,15 @@ public struct WebPDecoder: ImageDecoding {
 
         var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))
         decodeInfo.countedPixels = counted
+        // Scanned, unless a resize follows, which measures its own result.
+        let natural = options.naturalSize(for: PixelSize(width: width, height: height))
+        let resizes = options.targetSize != nil && natural != PixelSize(width: width, height: height)
         let image = Image(
             width: width, height: height, bytesPerRow: width * 4, frames: frames, format: .webp,
-            loopCount: Self.loopCount(forPlayCount: Int(info.loop_count)), decodeInfo: decodeInfo)
-        guard options.targetSize != nil else { return image }
-        return try ImageResizer.resize(image, to: options.naturalSize(for: image.size))
+            loopCount: Self.loopCount(forPlayCount: Int(info.loop_count)), decodeInfo: decodeInfo,
+            opacity: resizes ? .unmeasured : .unknown)
+        guard resizes else { return image }
+        return try ImageResizer.resize(image, to: natural)
     }
 
     /// libwebp's status code in words.

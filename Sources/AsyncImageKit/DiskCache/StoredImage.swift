@@ -9,14 +9,23 @@ import Foundation
 /// kind (UInt8), metadata length (UInt32, little-endian), the metadata
 /// (JSON), the payload. The disk cache's own checksum covers all of it.
 ///
-/// Payloads, chosen by ``ProcessedImageEncoding``:
-/// - `jpeg`: an opaque still under ``ProcessedImageEncoding/automatic``
-///   (quality 90: a 256x256 thumbnail is about 15-25 KB and decodes in well
-///   under a millisecond);
+/// Payloads, chosen by ``ImageEncoding`` (see ``ImageEncoding/storedKind(opaque:)``)
+/// from ``Image/isOpaque``:
+/// - `jpeg`: an opaque still under ``ImageEncoding/automatic(quality:)`` or
+///   ``ImageEncoding/jpeg(quality:)`` (quality 90 by default: a 256x256
+///   thumbnail is about 15-25 KB and decodes in well under a millisecond);
 /// - `png`: a still with transparency, or any still under
-///   ``ProcessedImageEncoding/lossless`` (pixel for pixel what was made);
+///   ``ImageEncoding/png`` (pixel for pixel what was made);
 /// - `raw`: the frames of an animation, as they are (no encoder here writes
 ///   animations).
+///
+/// The metadata says the JPEG's quality and whether the image is opaque
+/// (both absent from entries written before they were recorded: a JPEG
+/// then was always quality 90; an unknown opacity is read as "decode to
+/// know"), so that ``AsyncImageLoader/encodedImage(for:encoding:)`` can
+/// serve a payload as it is, with no decode and no encode (``stored(_:)``).
+/// Optional JSON fields: the format version did not change, and either
+/// version of the library reads the other's entries.
 package enum StoredImage {
     static let magic: [UInt8] = Array("AIKI".utf8)
     /// The largest side stored (a larger processed image is not stored).
@@ -45,28 +54,49 @@ package enum StoredImage {
         var durations: [Double]
         /// The source file's properties (``Image/fileProperties``).
         var fileProperties: ImageFileProperties?
+        /// A `jpeg` payload's quality (nil before it was recorded: then 90,
+        /// the only quality written until then).
+        var quality: Int?
+        /// ``Image/isOpaque`` (nil before it was recorded).
+        var opaque: Bool?
     }
+
+    /// The JPEG quality of stored payloads written before the quality was recorded.
+    static let unrecordedJPEGQuality = 90
 
     /// The bytes to store for `image`.
     ///
     /// - Throws: ``AsyncImageError/encoding(_:reason:)`` when the encoder fails.
-    package static func encode(_ image: Image, encoding: ProcessedImageEncoding) throws(AsyncImageError) -> Data {
+    package static func encode(_ image: Image, encoding: ImageEncoding) throws(AsyncImageError) -> Data {
+        try encode(image, encoding: encoding, reusing: nil)
+    }
+
+    /// The bytes to store for `image`; `made`: the still's bytes, made
+    /// already (for an answer of ``AsyncImageLoader/encodedImage(for:encoding:)``),
+    /// used when they are the kind `encoding` stores.
+    static func encode(_ image: Image, encoding: ImageEncoding, reusing made: EncodedPayload?)
+        throws(AsyncImageError) -> Data
+    {
         guard image.width <= maxSide, image.height <= maxSide else {
             throw .encoding(.png, reason: "\(image.width)x\(image.height) is larger than a stored image may be")
         }
         let payloadKind: Payload
         let payload: Data
+        var quality: Int?
         if image.isAnimated {
             payloadKind = .raw
             var frames = Data(capacity: image.frames.count * image.width * image.height * 4)
             for frame in image.frames { frames.append(tightPixels(frame.pixels, image)) }
             payload = frames
-        } else if encoding == .automatic, isOpaque(image) {
-            payloadKind = .jpeg
-            payload = try JPEGEncoder(quality: 90).encode(image)
         } else {
-            payloadKind = .png
-            payload = try PNGEncoder(compressionLevel: 1).encode(image)
+            let kind = encoding.storedKind(opaque: image.isOpaque)
+            if let made, made.kind == kind {
+                payload = made.data
+            } else {
+                payload = try EncodedPayload(image, as: kind).data
+            }
+            quality = kind.quality
+            payloadKind = kind == .png ? .png : .jpeg
         }
         let metadata = Metadata(
             width: image.width, height: image.height, format: image.format?.rawValue,
@@ -74,7 +104,8 @@ package enum StoredImage {
             orientation: image.orientation.rawValue, loopCount: image.loopCount,
             scaleDenominator: image.decodeInfo.scaleDenominator, decodedWidth: image.decodeInfo.decodedSize.width,
             decodedHeight: image.decodeInfo.decodedSize.height, countedPixels: image.decodeInfo.countedPixels,
-            durations: image.frames.map(\.duration), fileProperties: image.fileProperties)
+            durations: image.frames.map(\.duration), fileProperties: image.fileProperties, quality: quality,
+            opaque: image.isOpaque)
         guard let json = try? JSONEncoder().encode(metadata) else {
             throw .encoding(.png, reason: "the stored image's metadata could not be encoded")
         }
@@ -88,9 +119,38 @@ package enum StoredImage {
         return out
     }
 
-    /// The image in `data`, or nil when it is not a stored image this
-    /// version reads (the caller treats that as a miss).
-    package static func decode(_ data: Data, decoders: ImageDecoderRegistry) -> Image? {
+    /// A stored image read without decoding its payload: its metadata and
+    /// the payload's bytes.
+    struct Parts {
+        let kind: Payload
+        let metadata: Metadata
+        let payload: Data
+
+        /// The payload's bytes as one encoded kind (a JPEG at its quality,
+        /// or a PNG), nil for raw frames.
+        var encoded: EncodedPayload? {
+            switch kind {
+            case .raw: return nil
+            case .png: return EncodedPayload(kind: .png, data: payload)
+            case .jpeg:
+                return EncodedPayload(
+                    kind: .jpeg(quality: metadata.quality ?? StoredImage.unrecordedJPEGQuality), data: payload)
+            }
+        }
+
+        /// Whether the image is opaque, when known without a decode: a
+        /// `jpeg` payload is (only opaque stills are stored so), else the
+        /// metadata says, if it was recorded.
+        var isOpaque: Bool? { kind == .jpeg ? true : metadata.opaque }
+
+        var size: PixelSize { PixelSize(width: metadata.width, height: metadata.height) }
+        var originalSize: PixelSize { PixelSize(width: metadata.originalWidth, height: metadata.originalHeight) }
+        var frameCount: Int { metadata.durations.count }
+    }
+
+    /// The parts of the stored image in `data`, or nil when it is not a
+    /// stored image this version reads (a miss). Nothing is decoded.
+    static func stored(_ data: Data) -> Parts? {
         let bytes = [UInt8](data.prefix(11))
         guard bytes.count == 11, Array(bytes[0..<4]) == magic,
             UInt16(bytes[4]) | UInt16(bytes[5]) << 8 == version,
@@ -104,12 +164,22 @@ package enum StoredImage {
             metadata.width <= maxSide, metadata.height <= maxSide,
             (1...(1 << 20)).contains(metadata.originalWidth), (1...(1 << 20)).contains(metadata.originalHeight),
             (1...(1 << 20)).contains(metadata.decodedWidth), (1...(1 << 20)).contains(metadata.decodedHeight),
-            metadata.durations.count <= 10_000, metadata.durations.allSatisfy({ $0.isFinite && $0 >= 0 })
+            metadata.durations.count <= 10_000, metadata.durations.allSatisfy({ $0.isFinite && $0 >= 0 }),
+            kind == .raw || metadata.durations.count == 1, metadata.quality.map({ (1...100).contains($0) }) ?? true
         else { return nil }
-        let payload = data[(start + jsonLength)...]
+        return Parts(kind: kind, metadata: metadata, payload: Data(data[(start + jsonLength)...]))
+    }
+
+    /// The image in `data`, or nil when it is not a stored image this
+    /// version reads (the caller treats that as a miss).
+    package static func decode(_ data: Data, decoders: ImageDecoderRegistry) -> Image? {
+        guard let parts = stored(data) else { return nil }
+        let metadata = parts.metadata
+        let payload = parts.payload
         let frames: [ImageFrame]
         let bytesPerRow: Int
-        switch kind {
+        var opacity = Image.Opacity.unknown
+        switch parts.kind {
         case .raw:
             let frameBytes = metadata.width * metadata.height * 4
             guard payload.count == frameBytes * metadata.durations.count else { return nil }
@@ -118,13 +188,15 @@ package enum StoredImage {
                 return ImageFrame(pixels: Data(payload[offset..<offset + frameBytes]), duration: duration)
             }
             bytesPerRow = metadata.width * 4
+            if let opaque = metadata.opaque { opacity = opaque ? .opaque : .notOpaque }
         case .jpeg, .png:
-            guard metadata.durations.count == 1,
-                let still = try? decoders.decode(Data(payload), options: DecodingOptions(maxPixels: metadata.width * metadata.height)),
+            guard let still = try? decoders.decode(payload, options: DecodingOptions(maxPixels: metadata.width * metadata.height)),
                 still.width == metadata.width, still.height == metadata.height
             else { return nil }
             frames = [ImageFrame(pixels: still.pixels, duration: metadata.durations[0])]
             bytesPerRow = still.bytesPerRow
+            // What was stored: the decoder looked (a JPEG is opaque; a PNG is scanned).
+            opacity = still.isOpaque ? .opaque : .notOpaque
         }
         var info = DecodeInfo(
             scaleDenominator: metadata.scaleDenominator,
@@ -135,24 +207,8 @@ package enum StoredImage {
             format: metadata.format.flatMap(ImageFormat.init(rawValue:)),
             originalSize: PixelSize(width: metadata.originalWidth, height: metadata.originalHeight),
             orientation: ImageOrientation(rawValue: metadata.orientation) ?? .up, loopCount: metadata.loopCount,
-            decodeInfo: info
+            decodeInfo: info, opacity: opacity
         ).with(fileProperties: metadata.fileProperties)
-    }
-
-    /// Whether every pixel of the still is fully opaque.
-    static func isOpaque(_ image: Image) -> Bool {
-        image.pixels.withUnsafeBytes { raw -> Bool in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            for y in 0..<image.height {
-                let row = y * image.bytesPerRow
-                var x = 3
-                while x < image.width * 4 {
-                    if bytes[row + x] != 255 { return false }
-                    x += 4
-                }
-            }
-            return true
-        }
     }
 
     /// A frame's pixels without row padding.
@@ -166,15 +222,4 @@ package enum StoredImage {
         }
         return out
     }
-}
-
-/// How the disk cache stores processed images (see ``AsyncImageLoader/Configuration/processedImageEncoding``).
-public enum ProcessedImageEncoding: Sendable, Hashable {
-    /// JPEG (quality 90) for opaque stills, PNG for stills with
-    /// transparency, raw pixels for animations: small files, close to the
-    /// processed pixels but not equal to them. The default.
-    case automatic
-    /// PNG for every still, raw pixels for animations: read back pixel for
-    /// pixel as it was made, in larger files.
-    case lossless
 }

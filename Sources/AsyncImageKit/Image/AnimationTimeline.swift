@@ -296,6 +296,7 @@ extension Image {
         return Image(
             width: width, height: height, bytesPerRow: bytesPerRow,
             frames: [ImageFrame(pixels: frames[index].pixels, duration: 0)], format: format,
-            originalSize: originalSize, orientation: orientation, loopCount: nil, decodeInfo: decodeInfo)
+            originalSize: originalSize, orientation: orientation, loopCount: nil, decodeInfo: decodeInfo,
+            opacity: isOpaque ? .opaque : .unknown)
     }
 }

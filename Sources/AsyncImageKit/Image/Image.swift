@@ -27,6 +27,9 @@ public struct Image: Sendable {
         let decodeInfo: DecodeInfo
         /// Worked out once from `frames` and `loopCount` (see ``AnimationTimeline``).
         let timeline: AnimationTimeline
+        /// Whether every pixel of every frame is opaque: said by the maker
+        /// of the image when it knows, else scanned once when it is made.
+        let isOpaque: Bool
         /// What the source file said about itself (set by the loader).
         var fileProperties: ImageFileProperties?
     }
@@ -61,6 +64,20 @@ public struct Image: Sendable {
     public var decodeInfo: DecodeInfo { storage.fields.decodeInfo }
     /// The playback timeline (public as ``animationTimeline``).
     var timeline: AnimationTimeline { storage.fields.timeline }
+    /// Whether every pixel of every frame is fully opaque (alpha 255): an
+    /// opaque still can be written as JPEG without losing anything but
+    /// compression detail (``ImageEncoding/automatic(quality:)`` chooses so).
+    ///
+    /// Worked out once, when the image is made, and kept with it: a decoder
+    /// that knows says so without looking at a pixel (every JPEG; a PNG
+    /// whose colour type has no alpha and which has no `tRNS`; a still WebP
+    /// without alpha), a resize measures its own result as it writes it, a
+    /// canvas with transparent margins or a mask knows it is not; anything
+    /// else (a PNG with an alpha channel, a GIF, an animated WebP, an image
+    /// made with ``init(width:height:bytesPerRow:frames:format:originalSize:orientation:loopCount:decodeInfo:)``)
+    /// is scanned once, the alpha bytes alone, stopping at the first row that
+    /// is not opaque.
+    public var isOpaque: Bool { storage.fields.isOpaque }
     /// What the source file said about itself, read from its headers
     /// (format, size, bit depth, colour type, frames, ICC, EXIF: see
     /// ``ImageFileProperties``), for an image an ``AsyncImageLoader`` made;
@@ -89,7 +106,8 @@ public struct Image: Sendable {
         self.storage = storage
     }
 
-    /// Creates an image from frames that already hold RGBA pixels.
+    /// Creates an image from frames that already hold RGBA pixels
+    /// (``isOpaque`` is worked out from them, once).
     ///
     /// - Precondition: every frame holds at least `bytesPerRow * height` bytes.
     public init(
@@ -97,6 +115,36 @@ public struct Image: Sendable {
         format: ImageFormat? = nil, originalSize: PixelSize? = nil,
         orientation: ImageOrientation = .up, loopCount: Int? = nil,
         decodeInfo: DecodeInfo? = nil
+    ) {
+        self.init(
+            width: width, height: height, bytesPerRow: bytesPerRow, frames: frames, format: format,
+            originalSize: originalSize, orientation: orientation, loopCount: loopCount, decodeInfo: decodeInfo,
+            opacity: .unknown)
+    }
+
+    /// What the maker of an image knows about its alpha (see ``isOpaque``).
+    enum Opacity: Sendable {
+        /// Every pixel of every frame is opaque.
+        case opaque
+        /// Some pixel is not (transparent margins, a mask).
+        case notOpaque
+        /// Not known: the alpha bytes are scanned now, once.
+        case unknown
+        /// Not measured, and read as not opaque: only for an image that is
+        /// resized before anyone sees it (a decoder's full-size
+        /// intermediate), since the resize measures its own result.
+        case unmeasured
+
+        /// `.opaque` when `known` is true, else `.unknown`.
+        static func opaque(if known: Bool) -> Opacity { known ? .opaque : .unknown }
+    }
+
+    /// Creates an image whose opacity its maker knows, or leaves to a scan.
+    init(
+        width: Int, height: Int, bytesPerRow: Int, frames: [ImageFrame],
+        format: ImageFormat? = nil, originalSize: PixelSize? = nil,
+        orientation: ImageOrientation = .up, loopCount: Int? = nil,
+        decodeInfo: DecodeInfo? = nil, opacity: Opacity
     ) {
         precondition(width > 0 && height > 0, "an image has at least one pixel")
         precondition(bytesPerRow >= width * Image.bytesPerPixel, "bytesPerRow too small")
@@ -110,7 +158,35 @@ public struct Image: Sendable {
             orientation: orientation, loopCount: loopCount,
             decodeInfo: decodeInfo
                 ?? DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height)),
-            timeline: AnimationTimeline(frameDurations: frames.map(\.duration), loopCount: loopCount)))
+            timeline: AnimationTimeline(frameDurations: frames.map(\.duration), loopCount: loopCount),
+            isOpaque: {
+                switch opacity {
+                case .opaque: return true
+                case .notOpaque, .unmeasured: return false
+                case .unknown:
+                    return frames.allSatisfy {
+                        Self.isOpaque($0.pixels, width: width, height: height, bytesPerRow: bytesPerRow)
+                    }
+                }
+            }()))
+    }
+
+    /// Whether every pixel of `pixels` (RGBA rows `bytesPerRow` apart) has
+    /// alpha 255: the pixels of a row ANDed together (a loop the compiler
+    /// vectorizes), the row's alpha lanes checked once; stops at the first
+    /// row that is not opaque.
+    static func isOpaque(_ pixels: Data, width: Int, height: Int, bytesPerRow: Int) -> Bool {
+        pixels.withUnsafeBytes { raw -> Bool in
+            guard let base = raw.baseAddress else { return false }
+            for y in 0..<height {
+                let row = base + y * bytesPerRow
+                var all: UInt32 = 0xFFFF_FFFF
+                for x in 0..<width { all &= row.loadUnaligned(fromByteOffset: x * 4, as: UInt32.self) }
+                // Byte 3 of each pixel (alpha) is the top byte of a little-endian word.
+                if UInt32(littleEndian: all) >> 24 != 0xFF { return false }
+            }
+            return true
+        }
     }
 
     /// Creates a still image from RGBA pixels.

@@ -27,10 +27,17 @@ extension AsyncImageLoader {
     /// Loads `request`, with where the image came from and whether it is
     /// stale; see ``image(for:)-(URL)``.
     public func response(for request: ImageRequest) async throws -> ImageResponse {
+        try await response(for: request, encoding: nil)
+    }
+
+    /// Loads `request` for a caller that will write the image as `encoding`
+    /// (``encodedImage(for:encoding:)``), so that the store stage can hand
+    /// it bytes it made or read (``ImageResponse/encoded``).
+    func response(for request: ImageRequest, encoding: ImageEncoding?) async throws -> ImageResponse {
         try await AsyncBridge<ImageResponse>.run(cancelResumes: false) { bridge in
             let record = self.enqueue(
                 request, target: nil, success: nil, failure: nil,
-                onCancelled: { bridge.resume(.failure(CancellationError())) },
+                onCancelled: { bridge.resume(.failure(CancellationError())) }, encoding: encoding,
                 completion: { outcome in bridge.resume(outcome.mapError { $0 }) })
             bridge.onCancel { [weak self] in self?.cancel { _, _ in [record] } }
         }

@@ -50,8 +50,12 @@ extension AsyncImageLoader {
         /// both (the default). A request may choose for itself with
         /// ``ImageRequest/diskStorage``.
         public var diskStorage: DiskStorage
-        /// How processed images are written to disk (default ``ProcessedImageEncoding/automatic``).
-        public var processedImageEncoding: ProcessedImageEncoding
+        /// How processed images are written to disk (default
+        /// ``ImageEncoding/automatic``: JPEG at quality 90 for opaque stills,
+        /// PNG for stills with transparency). A stored thumbnail is served as
+        /// it is by ``AsyncImageLoader/encodedImage(for:encoding:)`` when
+        /// asked for what it is stored as.
+        public var processedImageEncoding: ImageEncoding
         /// End a progressive JPEG's transfer once its DC coefficients are in
         /// when every request for it decodes at 1/8 scale or smaller (the
         /// rest of the file changes the result by about one level at most:
@@ -115,7 +119,7 @@ extension AsyncImageLoader {
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
             notificationCenter: NotificationCenter? = .default, dataLoader: (any DataLoading)? = nil,
             diskCache: (any DataCaching)? = nil, diskStorage: DiskStorage = .both,
-            processedImageEncoding: ProcessedImageEncoding = .automatic,
+            processedImageEncoding: ImageEncoding = .automatic,
             decoders: ImageDecoderRegistry = .default, prefetchShare: Double = 0.5,
             requestModifier: (@Sendable (inout DataRequest) -> Void)? = nil,
             logger: Logger = AsyncImageLoader.silentLogger, maxPendingRequests: Int = 10_000,

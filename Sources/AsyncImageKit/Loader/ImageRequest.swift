@@ -133,6 +133,30 @@ public struct ImageRequest: Sendable, Hashable {
 }
 
 extension ImageRequest {
+    /// A request for `url` at a display size, said by what the result is
+    /// (``ImageSizing/fitInside(_:)``, ``ImageSizing/fillAndCrop(_:)``,
+    /// ``ImageSizing/exact(_:contentMode:)``):
+    ///
+    /// ```swift
+    /// ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 256, height: 256)))
+    /// ```
+    ///
+    /// The same request as ``init(url:targetSize:contentMode:scaling:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``
+    /// with the display size's target size, content mode and scaling (and
+    /// the same cache key). The other parameters are that initializer's.
+    public init(
+        url: URL, sizing: ImageSizing,
+        maxPixels: Int = DecodingOptions.defaultMaxPixels, maxFrames: Int = DecodingOptions.defaultMaxFrames,
+        priority: ImagePriority = .normal,
+        headers: [String: String] = [:], cachePolicy: ImageCachePolicy = .useCaches,
+        diskStorage: DiskStorage? = nil, processors: [any ImageProcessing] = [], key: String? = nil
+    ) {
+        self.init(
+            url: url, targetSize: sizing.size, contentMode: sizing.contentMode, scaling: sizing.scaling,
+            maxPixels: maxPixels, maxFrames: maxFrames, priority: priority, headers: headers, cachePolicy: cachePolicy,
+            diskStorage: diskStorage, processors: processors, key: key)
+    }
+
     /// Equal when every field is, processors compared by identifier.
     public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
         lhs.url == rhs.url && lhs.options == rhs.options && lhs.cacheKey == rhs.cacheKey

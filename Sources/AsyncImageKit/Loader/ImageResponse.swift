@@ -63,6 +63,9 @@ public struct ImageResponse: Sendable {
     /// Set when the transfer ended early, at a progressive JPEG's DC
     /// coefficients (the image is the same as from the whole file).
     public let earlyEnd: EarlyEnd?
+    /// The image's bytes, when the loader made them (or read them from
+    /// disk) for ``AsyncImageLoader/encodedImage(for:encoding:)``.
+    var encoded: EncodedPayload?
 
     /// What the source file said about itself (format, size, bit depth,
     /// colour type, frames, ICC, EXIF): ``Image/fileProperties``.

@@ -60,6 +60,12 @@ public enum ImageProcessors {
             self.scaling = scaling
         }
 
+        /// A resize to a display size said by what the result is
+        /// (``ImageSizing/fitInside(_:)``, ``ImageSizing/fillAndCrop(_:)``, ...).
+        public init(_ sizing: ImageSizing) {
+            self.init(size: sizing.size, contentMode: sizing.contentMode, scaling: sizing.scaling)
+        }
+
         public var identifier: String {
             let options = DecodingOptions(targetSize: size, contentMode: contentMode, scaling: scaling)
             return "resize(\(ImageCacheKey.processingKey(options)))"
@@ -163,9 +169,12 @@ enum Mask {
         let rowBytes = image.width * 4
         // Coverage once per pixel, shared by every frame.
         var weights = [UInt16](repeating: 0, count: image.width * image.height)
+        var covered = true
         for y in 0..<image.height {
             for x in 0..<image.width {
-                weights[y * image.width + x] = UInt16((coverage(Double(x) + 0.5, Double(y) + 0.5) * 256).rounded())
+                let weight = UInt16((coverage(Double(x) + 0.5, Double(y) + 0.5) * 256).rounded())
+                weights[y * image.width + x] = weight
+                if weight < 256 { covered = false }
             }
         }
         var frames: [ImageFrame] = []
@@ -191,9 +200,10 @@ enum Mask {
             }
             frames.append(ImageFrame(pixels: pixels, duration: frame.duration))
         }
+        // A mask only lowers alpha (a weight below 256 takes 255 below 255).
         return Image(
             width: image.width, height: image.height, bytesPerRow: rowBytes, frames: frames, format: image.format,
             originalSize: image.originalSize, orientation: image.orientation, loopCount: image.loopCount,
-            decodeInfo: image.decodeInfo)
+            decodeInfo: image.decodeInfo, opacity: image.isOpaque && covered ? .opaque : .notOpaque)
     }
 }

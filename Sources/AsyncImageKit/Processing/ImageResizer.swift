@@ -18,12 +18,15 @@ public enum ImageResizer {
         let vertical = Weights(source: image.height, destination: size.height)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(image.frames.count)
+        // The result's opacity, measured as its pixels are written (no scan).
+        var opaque = true
         for frame in image.frames {
             let pixels = try PixelMemory.make(size.pixelCount * 4) { out throws(AsyncImageError) in
                 frame.pixels.withUnsafeBytes { raw in
-                    resample(
+                    let alpha = resample(
                         raw.bindMemory(to: UInt8.self).baseAddress!, bytesPerRow: image.bytesPerRow,
                         into: out, horizontal: horizontal, vertical: vertical)
+                    if alpha != 255 { opaque = false }
                 }
             }
             frames.append(ImageFrame(pixels: pixels, duration: frame.duration))
@@ -31,7 +34,7 @@ public enum ImageResizer {
         return Image(
             width: size.width, height: size.height, bytesPerRow: size.width * 4, frames: frames,
             format: image.format, originalSize: image.originalSize, orientation: image.orientation,
-            loopCount: image.loopCount, decodeInfo: image.decodeInfo)
+            loopCount: image.loopCount, decodeInfo: image.decodeInfo, opacity: opaque ? .opaque : .notOpaque)
     }
 
     /// For each destination index along one axis, the source pixels it covers
@@ -90,10 +93,13 @@ public enum ImageResizer {
     /// written as soon as its window is in. The ring holds output width x
     /// vertical taps (about the vertical scale factor + 1) rows of floats, not
     /// the whole height: at the usual display sizes it stays in cache.
+    /// Returns the AND of every alpha written (255: the result is opaque).
+    @discardableResult
     static func resample(
         _ source: UnsafePointer<UInt8>, bytesPerRow: Int,
         into out: UnsafeMutablePointer<UInt8>, horizontal: Weights, vertical: Weights
-    ) {
+    ) -> UInt8 {
+        var alpha: UInt8 = 255
         let width = horizontal.start.count
         let height = vertical.start.count
         let sourceWidth = horizontal.sourceCount
@@ -134,11 +140,12 @@ public enum ImageResizer {
                                 started = true
                             }
                         }
-                        writeRow(accumulator, width: width, into: out + y * width * 4)
+                        alpha &= writeRow(accumulator, width: width, into: out + y * width * 4)
                     }
                 }
             }
         }
+        return alpha
     }
 
     /// The horizontal weights as raw pointers, for the inner loop.
@@ -172,10 +179,14 @@ public enum ImageResizer {
         }
     }
 
-    /// Un-premultiplies an accumulated row into RGBA bytes.
+    /// Un-premultiplies an accumulated row into RGBA bytes; returns the AND
+    /// of the alphas written.
     @inline(__always)
-    private static func writeRow(_ row: UnsafePointer<SIMD4<Float>>, width: Int, into dst: UnsafeMutablePointer<UInt8>) {
+    private static func writeRow(_ row: UnsafePointer<SIMD4<Float>>, width: Int, into dst: UnsafeMutablePointer<UInt8>)
+        -> UInt8
+    {
         var d = dst
+        var all: UInt8 = 255
         for x in 0..<width {
             let s = row[x]
             let alpha = s[3]
@@ -191,8 +202,10 @@ public enum ImageResizer {
                 d[2] = 0
                 d[3] = 0
             }
+            all &= d[3]
             d += 4
         }
+        return all
     }
 
     @inline(__always)

@@ -30,7 +30,8 @@ enum OrientationTransform {
         return Image(
             width: upright.width, height: upright.height, bytesPerRow: upright.width * 4, frames: frames,
             format: image.format, originalSize: image.originalSize, orientation: orientation,
-            loopCount: image.loopCount, decodeInfo: image.decodeInfo)
+            loopCount: image.loopCount, decodeInfo: image.decodeInfo,
+            opacity: image.isOpaque ? .opaque : .notOpaque)  // the same pixels, moved
     }
 
     /// The stored pixel shown at upright (x, y); `width`/`height` are the stored size.

@@ -50,6 +50,10 @@ typedef struct {
     uint32_t source_height;
     uint32_t scale_denom;       /* JPEG DCT scale: 1, 2, 4 or 8 */
     aiv_layout layout;
+    /* 1 when the source says every pixel is opaque (PNG: a colour type
+     * without alpha and no tRNS, so the alpha byte is the 0xff filler);
+     * 0 when it may not be (the caller then looks at the pixels). */
+    uint32_t opaque;
     /* The largest single allocation the codec library asked for (PNG only;
      * 0 otherwise): a lying chunk length must not become an allocation. */
     size_t largest_codec_allocation;

@@ -99,6 +99,32 @@ final class WebPDecoderTests: XCTestCase {
         }
     }
 
+    /// `Image.isOpaque` (issue 28, item 3): a still without alpha is opaque
+    /// by its header (libwebp writes alpha 255 everywhere); with alpha, the
+    /// pixels say (an alpha channel of 255 only is opaque after all); an
+    /// animation is scanned, or measured by its resize at display size.
+    func testOpacity() throws {
+        let photo = SyntheticImage.photo(width: 64, height: 48)
+        let translucent = pattern(width: 30, height: 20, alpha: true)
+        for options in [["-q", "90"], ["-lossless"]] {
+            XCTAssertTrue(try ImageDecoder().decode(try tools.cwebp(photo, options)).isOpaque, "\(options)")
+            XCTAssertTrue(
+                try ImageDecoder().decode(
+                    try tools.cwebp(photo, options), options: DecodingOptions(targetSize: PixelSize(width: 16, height: 16))
+                ).isOpaque)
+        }
+        XCTAssertFalse(try ImageDecoder().decode(try tools.cwebp(translucent, ["-lossless", "-exact"])).isOpaque)
+        XCTAssertFalse(try ImageDecoder().decode(try tools.cwebp(translucent, ["-q", "90", "-alpha_q", "100"])).isOpaque)
+        let red = SyntheticImage.solid(width: 20, height: 10, color: RGBA(r: 255, g: 0, b: 0))
+        let clear = SyntheticImage.solid(width: 20, height: 10, color: RGBA(r: 0, g: 0, b: 0, a: 0))
+        let opaque = try tools.img2webp([(red, 100), (SyntheticImage.photo(width: 20, height: 10), 100)], loop: 0)
+        XCTAssertTrue(try ImageDecoder().decode(opaque).isOpaque)
+        let seeThrough = try tools.img2webp([(red, 100), (clear, 100)], loop: 0)
+        XCTAssertFalse(try ImageDecoder().decode(seeThrough).isOpaque)
+        XCTAssertFalse(
+            try ImageDecoder().decode(seeThrough, options: DecodingOptions(targetSize: PixelSize(width: 10, height: 5))).isOpaque)
+    }
+
     /// Alpha comes back straight (not premultiplied): lossless with `-exact`
     /// keeps every value, even the colour of fully transparent pixels.
     func testLosslessAlphaIsExactAndStraight() throws {

@@ -31,7 +31,7 @@ final class ProcessedDiskTests: XCTestCase {
     @discardableResult
     private func load(
         _ requests: [ImageRequest], _ h: LoaderHarness, _ disk: DataCache, outcomes: Int,
-        storage: DiskStorage = .both, encoding: ProcessedImageEncoding = .automatic
+        storage: DiskStorage = .both, encoding: ImageEncoding = .automatic
     ) -> AsyncImageLoader {
         let loader = AsyncImageLoader(
             configuration: .init(

@@ -43,9 +43,12 @@ extension AsyncImageLoader {
         while true {
             let url = job.url
             StageWalk.note(.decode, .up, url)
-            let (storedImage, hasBody, processors) = state.withLock { _ in
+            let (storedImage, hasBody, processors, encodings) = state.withLock { _ in
                 options = DCEarlyEnd.decodingOptions(options, for: job)
-                return (job.disk.storedImages[key.processing], job.disk.hasBody, job.processors[key] ?? [])
+                return (
+                    job.disk.storedImages[key.processing], job.disk.hasBody, job.processors[key] ?? [],
+                    job.encodings(for: key)
+                )
             }
             // A stored processed image is read back instead of decoding the
             // body; one that does not read (a damaged payload) falls back to
@@ -82,8 +85,26 @@ extension AsyncImageLoader {
             // the disk write queue: a disk that waits for another process's
             // lock delays no image.
             var storeOnDisk: (@Sendable () -> Void)?
+            // The still's bytes for the requests that want them
+            // (``encodedImage(for:encoding:)``): a stored thumbnail's own,
+            // or, when the disk stores what they want, made here once for
+            // both (a first fetch encodes once, not once for the disk and
+            // once for the answer).
+            var encoded: EncodedPayload?
+            if restored != nil, !encodings.isEmpty { encoded = storedImage.flatMap { StoredImage.stored($0)?.encoded } }
             if case .success(let image) = outcome, restored == nil {
-                storeOnDisk = state.withLock { state in self.diskWrite(for: job, body: data, key: key, image: image, &state) }
+                let write = state.withLock { state in self.diskWrite(for: job, body: data, key: key, &state) }
+                if let write {
+                    let kind = write.encoding.storedKind(opaque: image.isOpaque)
+                    if write.storesImage, !image.isAnimated,
+                        encodings.contains(where: { $0.answerKind(opaque: image.isOpaque) == kind })
+                    {
+                        EncodeWatch.note(url)
+                        encoded = try? EncodedPayload(image, as: kind)
+                    }
+                    let run = write(image, reusing: encoded)
+                    storeOnDisk = { [diskWrites] in diskWrites.async(execute: run) }
+                }
             }
             if unreadable, let (store, generation) = state.withLock({ _ in job.disk.cache.map { ($0.store, job.disk.generation) } }),
                 let generation
@@ -136,6 +157,11 @@ extension AsyncImageLoader {
                 StageWalk.note(.jobs, .up, url)
                 for record in job.requests(for: key) where !decodeAgain(record) {
                     job.leave(record)
+                    if let encoded, case .success(let image) = outcome,
+                        record.encoding?.answerKind(opaque: image.isOpaque) == encoded.kind
+                    {
+                        record.encoded = encoded
+                    }
                     let result = outcome.flatMap { Self.checked($0, for: record) }
                     self.deliver(record, from: job, result, &state, &effects)
                 }

@@ -10,7 +10,7 @@ extension AsyncImageLoader {
     /// its target's lane and its URL's job.
     func enqueue(
         _ request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
-        isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
+        isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil, encoding: ImageEncoding? = nil,
         completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
@@ -19,7 +19,7 @@ extension AsyncImageLoader {
         let record = LoadRequest(
             request: request, target: target, success: success, failure: failure,
             cache: policy.contains(.skipMemoryWrites) ? nil : cache,
-            isPrefetch: isPrefetch, onCancelled: onCancelled, completion: completion)
+            isPrefetch: isPrefetch, onCancelled: onCancelled, encoding: encoding, completion: completion)
         record.heldIn = hit == nil ? nil : cache
         // Inline only outside other deliveries (see `DeliveryDepth`).
         let inline =

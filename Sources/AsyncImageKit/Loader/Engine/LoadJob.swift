@@ -156,6 +156,12 @@ final class LoadJob: @unchecked Sendable {
         requests.filter { $0.request.cacheKey == key }.sorted { $0.id < $1.id }
     }
 
+    /// The encodings the requests for `key` will write their image in
+    /// (``AsyncImageLoader/encodedImage(for:encoding:)``): usually none.
+    func encodings(for key: ImageCacheKey) -> [ImageEncoding] {
+        requests.compactMap { $0.request.cacheKey == key ? $0.encoding : nil }
+    }
+
     /// Every request, oldest first.
     var orderedRequests: [LoadRequest] { requests.sorted { $0.id < $1.id } }
 

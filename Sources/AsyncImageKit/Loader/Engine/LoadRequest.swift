@@ -59,6 +59,12 @@ final class LoadRequest: @unchecked Sendable {
     var isStale = false
     var http: ImageResponse.HTTPInfo?
     var earlyEnd: ImageResponse.EarlyEnd?
+    /// The encoding its caller will write the image in
+    /// (``AsyncImageLoader/encodedImage(for:encoding:)``); and the bytes
+    /// made for it by the store stage (a stored thumbnail's own, or made
+    /// once for the disk and it), set before its delivery.
+    let encoding: ImageEncoding?
+    var encoded: EncodedPayload?
     /// The file's properties once probed (see ``ImageTask/fileProperties``),
     /// and who waits for them.
     @OutOfLine var fileProperties: ImageFileProperties?
@@ -72,7 +78,10 @@ final class LoadRequest: @unchecked Sendable {
 
     /// Its response, once its image is known.
     func response(_ image: Image) -> ImageResponse {
-        ImageResponse(image: image, url: request.url, source: source, isStale: isStale, http: http, earlyEnd: earlyEnd)
+        var response = ImageResponse(
+            image: image, url: request.url, source: source, isStale: isStale, http: http, earlyEnd: earlyEnd)
+        response.encoded = encoded
+        return response
     }
     /// Made by the loader after a stale delivery
     /// (``ImageCachePolicy/returnStaleWhileRevalidating``): delivered only
@@ -82,8 +91,9 @@ final class LoadRequest: @unchecked Sendable {
     init(
         request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
         cache: (any ImageCaching)?, isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
-        completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
+        encoding: ImageEncoding? = nil, completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) {
+        self.encoding = encoding
         self.request = request
         self.priority = request.priority
         self.target = target.map(WeakTarget.init)

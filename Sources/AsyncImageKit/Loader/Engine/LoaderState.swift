@@ -17,7 +17,7 @@ struct LoaderState {
     var requestModifier: (@Sendable (inout DataRequest) -> Void)?
     var diskCache: (any DataCaching)?
     var diskStorage: DiskStorage
-    var processedImageEncoding: ProcessedImageEncoding
+    var processedImageEncoding: ImageEncoding
     var endsTransfersAtDCScans: Bool
     var maxPendingRequests: Int
     var urlPolicy: URLPolicy

@@ -1,0 +1,112 @@
+import Foundation
+
+extension AsyncImageLoader {
+    /// `request`'s image as bytes to send (a thumbnail service's answer):
+    /// the encoded bytes, their content type, size, and where the image
+    /// came from. What a service would otherwise write by hand (an alpha
+    /// scan, the JPEG-or-PNG choice, an encode per hit) is done here, and a
+    /// thumbnail the disk cache holds is served as it is stored.
+    ///
+    /// ```swift
+    /// let request = ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 256, height: 256)))
+    /// let thumbnail = try await loader.encodedImage(for: request)
+    /// // respond with thumbnail.data, Content-Type: thumbnail.contentType
+    /// ```
+    ///
+    /// In order:
+    /// 1. **The memory cache**: its image is encoded
+    ///    (``ImageResponse/Source/memoryCache``).
+    /// 2. **A stored thumbnail** (a display-size request whose processed
+    ///    image is on disk, usable now as a load would find it: fresh, or
+    ///    stale where ``ImageCachePolicy`` allows): when it is stored as
+    ///    what `encoding` asks for (a JPEG at the same quality for an
+    ///    opaque image, or a PNG), its bytes are returned as they are, read
+    ///    on the disk queue: no decode, no encode
+    ///    (``EncodedImage/isStoredEncoding``). This is a read, not a load:
+    ///    no notification is posted and nothing goes into the memory cache
+    ///    (that would cost the decode it avoids). The default encoding,
+    ///    ``ImageEncoding/automatic``, is the disk's default, so that this
+    ///    is the usual case.
+    /// 3. **A load** through the usual stages, as
+    ///    ``response(for:)`` makes one (the disk, decoded; or the network),
+    ///    and its image encoded. When the disk stores the thumbnail as
+    ///    `encoding` asks, the store stage makes the bytes once, for the
+    ///    disk and this answer alike.
+    ///
+    /// The request's ``ImageRequest/cachePolicy``, URL policy and pixel
+    /// limits apply as to a load. An animation is answered with its first
+    /// frame (no encoder here writes animations). Encoding runs on the
+    /// calling task.
+    ///
+    /// - Parameters:
+    ///   - request: what to load; a display size (``ImageRequest/init(url:sizing:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``)
+    ///     makes a thumbnail the disk cache keeps.
+    ///   - encoding: how to write it (default ``ImageEncoding/automatic``:
+    ///     JPEG at quality 90 for an opaque image, PNG for one with
+    ///     transparency, by ``Image/isOpaque``).
+    /// - Throws: ``AsyncImageError`` (as a load fails, or
+    ///   ``AsyncImageError/encoding(_:reason:)``), or `CancellationError`.
+    public func encodedImage(for request: ImageRequest, encoding: ImageEncoding = .automatic) async throws
+        -> EncodedImage
+    {
+        let cache = state.withLock { $0.cache }
+        let (hit, refusal) = lookUp(request, in: cache)
+        if hit == nil, refusal == nil, let stored = await storedEncoding(for: request, encoding) {
+            try Task.checkCancellation()
+            return stored
+        }
+        let response = try await response(for: request, encoding: encoding)
+        return try Self.encoded(response, encoding)
+    }
+
+    /// The image of `response` as `encoding` says: the bytes the store
+    /// stage made or read when they are what is asked, else encoded now.
+    static func encoded(_ response: ImageResponse, _ encoding: ImageEncoding) throws(AsyncImageError) -> EncodedImage {
+        let still = response.image.stillImage(frame: 0)
+        let kind = encoding.answerKind(opaque: still.isOpaque)
+        let payload: EncodedPayload
+        if let made = response.encoded, made.kind == kind {
+            payload = made
+        } else {
+            EncodeWatch.note(response.url)
+            payload = try EncodedPayload(still, as: kind)
+        }
+        return EncodedImage(
+            data: payload.data, format: kind.format, quality: kind.quality, width: still.width, height: still.height,
+            source: response.source, isStale: response.isStale, fileProperties: response.image.fileProperties)
+    }
+
+    /// `request`'s stored thumbnail as it is stored, when that is what
+    /// `encoding` asks for and a load may use it now; read on the disk
+    /// queue. Nil otherwise (a load then answers).
+    private func storedEncoding(for request: ImageRequest, _ encoding: ImageEncoding) async -> EncodedImage? {
+        let processing = request.cacheKey.processing
+        guard !processing.isEmpty, !request.cachePolicy.contains(.skipDiskReads), !request.url.isFileURL,
+            let (disk, policy) = state.withLock({ state in state.diskCache.map { ($0, state.httpCache) } })
+        else { return nil }
+        return await withCheckedContinuation { continuation in
+            diskQueue.async {
+                let httpCache = HTTPCache(policy: policy, store: ImageDiskStore(cache: disk))
+                let key = LoadRequest.diskKey(for: request)
+                // The lookup a load makes (`HTTPCache.lookUp`), for the
+                // headers entry alone: whether the response may be used now.
+                let lookup = httpCache.lookUp(
+                    key, requestHeaders: request.headers, processings: [], needsFullSize: false,
+                    rules: StaleRules(request.cachePolicy, isFileURL: false), now: Date().timeIntervalSince1970)
+                guard case .usable(let stored, let staleness) = lookup,
+                    let data = httpCache.store.processed(for: key, processing: processing, generation: stored.entry.generation),
+                    let parts = StoredImage.stored(data), let payload = parts.encoded, let opaque = parts.isOpaque,
+                    encoding.answerKind(opaque: opaque) == payload.kind,
+                    request.options.limitFailure(
+                        format: parts.metadata.format.flatMap(ImageFormat.init(rawValue:)), originalSize: parts.originalSize,
+                        frameCount: parts.frameCount, countedPixels: parts.metadata.countedPixels) == nil
+                else { return continuation.resume(returning: nil) }
+                continuation.resume(
+                    returning: EncodedImage(
+                        data: payload.data, format: payload.kind.format, quality: payload.kind.quality,
+                        width: parts.size.width, height: parts.size.height, source: .diskCache, isStoredEncoding: true,
+                        isStale: staleness.isStale, fileProperties: parts.metadata.fileProperties))
+            }
+        }
+    }
+}
