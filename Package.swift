@@ -112,7 +112,8 @@ let package = Package(
                 "AsyncImageKit", "BenchmarkSupport", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF", "CCurl",
             ],
             path: "Benchmarks",
-            exclude: ["reference", "Support"],
+            // Service: the service benchmark's scripts (Python and bash), not Swift.
+            exclude: ["reference", "Support", "Service"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // The HTTP cache held to the public HTTP cache test suite (see
