@@ -91,7 +91,7 @@ final class EncodedImageTests: XCTestCase {
 
         let writer = loader(transport, disk: store, decodes: decodes)
         let first = try await writer.encodedImage(for: request)
-        writer.flushDiskWrites()
+        await writer.flushDiskWrites()
         XCTAssertEqual(first.contentType, "image/jpeg")
         XCTAssertEqual(first.format, .jpeg)
         XCTAssertEqual(first.quality, 90)
@@ -156,7 +156,7 @@ final class EncodedImageTests: XCTestCase {
 
         let writer = loader(transport, disk: store, decodes: decodes)
         let first = try await writer.encodedImage(for: request, encoding: .automatic(quality: 75))
-        writer.flushDiskWrites()
+        await writer.flushDiskWrites()
         XCTAssertEqual(first.contentType, "image/png")
         XCTAssertNil(first.quality)
         XCTAssertEqual([first.width, first.height], [100, 75])
@@ -211,7 +211,7 @@ final class EncodedImageTests: XCTestCase {
         defer { EncodeWatch.stop(url) }
         let writer = loader(transport, disk: store, decodes: decodes)
         let first = try await writer.encodedImage(for: request)
-        writer.flushDiskWrites()
+        await writer.flushDiskWrites()
         XCTAssertEqual(EncodeWatch.count(of: url), 1)
 
         let reader = loader(transport, disk: store, decodes: decodes)
@@ -277,7 +277,7 @@ final class EncodedImageTests: XCTestCase {
         let store = MemoryDataStore()
         let writer = loader(transport, disk: store, decodes: Counter())
         _ = try await writer.encodedImage(for: ImageRequest(url: url, sizing: .fitInside(Self.box)))
-        writer.flushDiskWrites()
+        await writer.flushDiskWrites()
         let reader = loader(transport, disk: store, decodes: Counter())
         do {
             _ = try await reader.encodedImage(for: ImageRequest(url: url, sizing: .fitInside(Self.box), maxPixels: 1000))
