@@ -27,8 +27,8 @@ import PackageDescription
 /// traits, off by default, and each of their uses is guarded by
 /// `.when(traits:)`: a consumer that does not enable them resolves neither
 /// swift-metrics nor swift-service-lifecycle (`.ci/consumer` checks it).
-/// - `MetricsSupport`: ``LoaderMetrics`` (swift-metrics counters and timers).
-/// - `ServiceLifecycleSupport`: ``AsyncImageLoaderService`` (drain and flush
+/// - `MetricsSupport`: `LoaderMetrics` (swift-metrics counters and timers).
+/// - `ServiceLifecycleSupport`: `AsyncImageLoaderService` (drain and flush
 ///   on a graceful shutdown).
 let package = Package(
     name: "AsyncImageView",
