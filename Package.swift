@@ -23,7 +23,13 @@ import PackageDescription
 /// Only the library's own needs go in `dependencies` (swift-log): the demo,
 /// the benchmark and the tests add none (the demo parses its own command
 /// line), so a package that depends on AsyncImageKit resolves nothing it
-/// does not use.
+/// does not use. Two optional integrations for services sit behind package
+/// traits, off by default, and each of their uses is guarded by
+/// `.when(traits:)`: a consumer that does not enable them resolves neither
+/// swift-metrics nor swift-service-lifecycle (`.ci/consumer` checks it).
+/// - `MetricsSupport`: ``LoaderMetrics`` (swift-metrics counters and timers).
+/// - `ServiceLifecycleSupport`: ``AsyncImageLoaderService`` (drain and flush
+///   on a graceful shutdown).
 let package = Package(
     name: "AsyncImageView",
     products: [
@@ -33,9 +39,17 @@ let package = Package(
         .executable(name: "asyncimage-fuzz", targets: ["asyncimage-fuzz"]),
         .executable(name: "asyncimage-crashtest", targets: ["asyncimage-crashtest"]),
     ],
+    traits: [
+        .trait(name: "MetricsSupport", description: "LoaderMetrics: the loader's requests, bytes and stage times as swift-metrics counters and timers."),
+        .trait(name: "ServiceLifecycleSupport", description: "AsyncImageLoaderService: a swift-service-lifecycle Service that drains the loader and flushes its disk writes on shutdown."),
+        .default(enabledTraits: []),
+    ],
     dependencies: [
         // The library's diagnostics (what AsyncHTTPClient, Vapor and Hummingbird use).
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // Only with the traits above (pruned from a consumer's graph without them).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // System libraries, found with pkg-config (Debian 12 names).
@@ -66,6 +80,10 @@ let package = Package(
             name: "AsyncImageKit",
             dependencies: [
                 "CCurl", "CImageCodecs", "CGIF", "CWebP", "CZlib", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["MetricsSupport"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycleSupport"])),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
@@ -156,6 +174,10 @@ let package = Package(
             dependencies: [
                 "AsyncImageKit", "TestSupport", "ImageFixtures", "FuzzTargets", "DemoSupport", "BenchmarkSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["MetricsSupport"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycleSupport"])),
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.
             exclude: ["Resources"],

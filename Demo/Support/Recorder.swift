@@ -80,6 +80,7 @@ package final class Recorder: @unchecked Sendable {
                 request.queued = t
                 request.outcome = "cache"
             case .loading: request.loading = request.loading ?? t
+            case .diskRead: break  // the demo has no disk cache
             case .transferred(let count):
                 request.transferred = t
                 request.bytes = count

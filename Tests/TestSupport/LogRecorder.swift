@@ -6,6 +6,8 @@ public final class LogRecorder: @unchecked Sendable {
     public struct Message: Sendable {
         public let level: Logger.Level
         public let text: String
+        /// The logger's metadata with the line's own.
+        public var metadata: Logger.Metadata = [:]
     }
 
     private let lock = NSLock()
@@ -50,7 +52,10 @@ public final class LogRecorder: @unchecked Sendable {
         }
 
         func log(event: LogEvent) {
-            recorder.record(Message(level: event.level, text: "\(event.message)"))
+            recorder.record(
+                Message(
+                    level: event.level, text: "\(event.message)",
+                    metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
         }
     }
 }

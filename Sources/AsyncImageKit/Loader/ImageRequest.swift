@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// What to load: a URL, how to decode it, and how urgently.
 ///
@@ -43,6 +44,13 @@ public struct ImageRequest: Sendable, Hashable {
     /// that share a decode store its image in the highest class any of them
     /// asks for.
     public var cacheClass: ImageCacheClass = .normal
+    /// Metadata the loader adds to what it logs about this request (see
+    /// ``AsyncImageLoader/Configuration/logger``): a service passes its
+    /// own request's id, say, so the loader's lines join the handler's.
+    /// Lines about a transfer that requests share carry the metadata of the
+    /// first of them. Not part of the request's equality: requests that
+    /// differ only here share one transfer. Default empty.
+    public var logMetadata: Logger.Metadata = [:]
     /// The most time the request may take, whatever it is doing: from the
     /// moment it is made (`loadImage`, `image(for:)`; a sequence's member
     /// when it starts) until its outcome is decided. nil (the default)

@@ -11,6 +11,10 @@ public struct LoaderEvent: Sendable {
         case cacheHit
         /// Its transfer started (or it joined one already running).
         case loading
+        /// The disk cache was read for it (after ``loading``): `hit` when
+        /// what is stored answers it (no network), false when the network
+        /// is asked next (a miss, or a stale entry to revalidate).
+        case diskRead(hit: Bool)
         /// Its transfer finished with this many body bytes.
         case transferred(bytes: Int)
         /// Its transfer failed (its slot is free from here); ``delivered(success:)``
@@ -39,4 +43,10 @@ public struct LoaderEvent: Sendable {
     /// thread that made the step, so events made on two threads at once can
     /// reach it in either order; sort by this to see the true one.
     public let sequence: UInt64
+    /// Where the image came from, for a successful ``Kind/delivered(success:)``
+    /// (nil for every other event).
+    public internal(set) var source: ImageResponse.Source? = nil
+    /// Why it failed, for an unsuccessful ``Kind/delivered(success:)`` (nil
+    /// for every other event).
+    public internal(set) var error: AsyncImageError? = nil
 }

@@ -151,6 +151,31 @@ final class ServiceConfigurationTests: XCTestCase {
         withExtendedLifetime(target) {}
     }
 
+    /// The caller's log metadata rides on the loader's lines about its
+    /// request (a deadline) and on those about a transfer it shares (the
+    /// first request's), with the URL.
+    func testRequestLogMetadataIsOnTheLoadersLines() async throws {
+        let logs = LogRecorder(level: .info)
+        let h = FakeHarness(configure: { $0.logger = logs.logger })
+        var timed = ImageRequest(url: h.url(1))
+        timed.timeout = .milliseconds(20)
+        timed.logMetadata = ["request-id": "r-1"]
+        _ = try? await h.loader.image(for: timed)
+        let timedOut = try XCTUnwrap(logs.messages.first { $0.text.hasPrefix("request timed out") })
+        XCTAssertEqual(timedOut.metadata["request-id"], "r-1")
+        XCTAssertEqual(timedOut.metadata["url"], "\(h.url(1).absoluteString)")
+
+        h.transport.fail(h.url(2), with: .httpStatus(h.url(2), code: 500))
+        h.transport.isSuspended = false
+        var failing = ImageRequest(url: h.url(2))
+        failing.logMetadata = ["request-id": "r-2"]
+        _ = try? await h.loader.image(for: failing)
+        let failed = try XCTUnwrap(logs.messages.first { $0.text.hasPrefix("transfer failed") })
+        XCTAssertEqual(failed.metadata["request-id"], "r-2")
+        XCTAssertEqual(failed.metadata["requests"], "1")
+        XCTAssertEqual(ImageRequest(url: h.url(2)), failing, "metadata is not part of equality")
+    }
+
     /// The async flush waits for a scheduled disk write: the body is in the
     /// store when it returns.
     func testAsyncFlushWaitsForTheStore() async throws {

@@ -182,10 +182,9 @@ extension AsyncImageLoader {
         // A delivered request supersedes every earlier one on its target and action.
         for earlier in state.requests.superseded(by: record) { cancelRecord(earlier, &state, &effects) }
         end(record, as: .delivered, &state, &effects)
-        if case .success = outcome {
-            report(.delivered(success: true), [record], &state, &effects)
-        } else {
-            report(.delivered(success: false), [record], &state, &effects)
+        switch outcome {
+        case .success: report(.delivered(success: true), [record], &state, &effects, source: record.source)
+        case .failure(let error): report(.delivered(success: false), [record], &state, &effects, error: error)
         }
         if let onEnd = record.onEnd {
             record.onEnd = nil

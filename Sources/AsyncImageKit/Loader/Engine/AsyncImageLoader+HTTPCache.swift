@@ -37,16 +37,17 @@ extension AsyncImageLoader {
             // finds the job transferring (a stored answer goes to the decoders).
             var partial: StoredPartial?
             let toNetwork: Bool
+            var hit = false
             switch lookup {
-            case .usable: toNetwork = false
+            case .usable: (toNetwork, hit) = (false, true)
             case .stale: toNetwork = true
             case .miss: toNetwork = !transfer.rules.offline
             }
-            if toNetwork {
-                if case .miss = lookup { partial = readDisk.store.partial(for: job.diskKey) }
-                self.state.withLock { _ in
-                    if case .loading(let current) = job.phase, current === handle { job.readsDisk = false }
-                }
+            if toNetwork, case .miss = lookup { partial = readDisk.store.partial(for: job.diskKey) }
+            self.mutate { state, effects in
+                guard case .loading(let current) = job.phase, current === handle else { return }
+                if toNetwork { job.readsDisk = false }
+                self.report(.diskRead(hit: hit), job.orderedRequests, &state, &effects)
             }
             switch lookup {
             case .usable(let stored, let staleness):
@@ -137,8 +138,8 @@ extension AsyncImageLoader {
             transfer.rules.servesStale(
                 stale, after: error, policy: transfer.policy, requestHeaders: transfer.request.headers, now: responseTime)
         {
-            let logger = state.withLock { $0.logger }
-            logger.info("serving a stale image: revalidation failed: \(error)", metadata: ["url": "\(job.url.absoluteString)"])
+            let (logger, metadata) = state.withLock { ($0.logger, job.logMetadata) }
+            logger.info("serving a stale image: revalidation failed: \(error)", metadata: metadata)
             return transferFinished(
                 job, handle, .success(stale.response(for: job.url, policy: transfer.policy)), stored: stale,
                 stale: .servedOnError)

@@ -96,8 +96,8 @@ extension AsyncImageLoader {
         if let error = refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil)
             ?? expiredDeadline(of: record, loaderTimeout: state.requestTimeout)
         {
-            let (logger, url) = (state.logger, record.request.url.absoluteString)
-            effects.append { logger.info("request refused: \(error)", metadata: ["url": "\(url)"]) }
+            let (logger, metadata) = (state.logger, record.logMetadata)
+            effects.append { logger.info("request refused: \(error)", metadata: metadata) }
             scheduleDelivery(record, .failure(error), cache: nil, &state, &effects)
             return
         }
@@ -214,14 +214,17 @@ extension AsyncImageLoader {
     }
 
     /// Reports `kind` for `records` to the event monitor, after the lock is released.
-    func report(_ kind: LoaderEvent.Kind, _ records: [LoadRequest], _ state: inout LoaderState, _ effects: inout Effects) {
+    func report(
+        _ kind: LoaderEvent.Kind, _ records: [LoadRequest], _ state: inout LoaderState, _ effects: inout Effects,
+        source: ImageResponse.Source? = nil, error: AsyncImageError? = nil
+    ) {
         guard let monitor = state.eventMonitor, !records.isEmpty else { return }
         let time = ProcessInfo.processInfo.systemUptime
         let events = records.map {
             state.eventSequence += 1
             return LoaderEvent(
                 requestID: $0.id, url: $0.request.url, target: $0.target?.id, kind: kind, time: time,
-                sequence: state.eventSequence)
+                sequence: state.eventSequence, source: source, error: error)
         }
         effects.append { events.forEach(monitor) }
     }

@@ -110,8 +110,8 @@ extension AsyncImageLoader {
                 self.startDecodes(&state, &effects)
             case .failure(let error):
                 self.report(.transferFailed, job.orderedRequests, &state, &effects)
-                let (logger, url, count) = (state.logger, job.url.absoluteString, job.requests.count)
-                effects.append { logger.info("transfer failed: \(error)", metadata: ["url": "\(url)", "requests": "\(count)"]) }
+                let (logger, metadata) = (state.logger, job.logMetadata)
+                effects.append { logger.info("transfer failed: \(error)", metadata: metadata) }
                 self.finish(job, &state, &effects)
                 self.deliverAll(job, .failure(error), &state, &effects)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// One transfer of a URL, and the decodes of its body, shared by every
 /// request for that URL: the coalescing unit.
@@ -246,5 +247,17 @@ struct DiskPart {
         processingsOnDisk = Set(stored.images.keys)
         generation = stored.entry.generation
         self.staleness = staleness
+    }
+}
+
+extension LoadJob {
+    /// What the loader's lines about this job's transfer carry: its URL, the
+    /// number of requests sharing it, and the first request's
+    /// ``ImageRequest/logMetadata``.
+    var logMetadata: Logger.Metadata {
+        var metadata = orderedRequests.first?.logMetadata ?? [:]
+        metadata["url"] = "\(url.absoluteString)"
+        metadata["requests"] = "\(requests.count)"
+        return metadata
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// One call of `loadImage` (or `image(for:)`): its own target, actions,
 /// priority and outcome. ``ImageTask`` is its public face.
@@ -182,5 +183,13 @@ final class LoadRequest: @unchecked Sendable {
     /// Whether its target is `object` (the target read is parked in `keep`).
     func targets(_ object: AnyObject, _ keep: inout KeepAlive) -> Bool {
         target?.refers(to: object, &keep) == true
+    }
+}
+
+extension LoadRequest {
+    /// What the loader's lines about this request carry: its URL, and the
+    /// caller's ``ImageRequest/logMetadata`` (which wins on a clash).
+    var logMetadata: Logger.Metadata {
+        ["url": "\(request.url.absoluteString)"].merging(request.logMetadata) { $1 }
     }
 }

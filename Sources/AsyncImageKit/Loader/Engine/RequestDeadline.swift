@@ -83,8 +83,8 @@ extension AsyncImageLoader {
             }
             job.leave(record)
             let error = AsyncImageError.timedOut(record.request.url, seconds: seconds, stage: stage)
-            let (logger, url) = (state.logger, record.request.url.absoluteString)
-            effects.append { logger.info("request timed out: \(error)", metadata: ["url": "\(url)"]) }
+            let (logger, metadata) = (state.logger, record.logMetadata)
+            effects.append { logger.info("request timed out: \(error)", metadata: metadata) }
             self.deliver(record, from: job, .failure(error), &state, &effects)
             if job.requests.isEmpty { self.drop(job, &state, &effects) }
             self.pump(&state, &effects)
