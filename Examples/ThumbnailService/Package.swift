@@ -9,8 +9,9 @@ let package = Package(
     name: "ThumbnailService",
     platforms: [.macOS(.v15)],
     dependencies: [
-        // The library, from this repository.
-        .package(name: "AsyncImageView", path: "../.."),
+        // The library, from this repository, with its two service integrations:
+        // LoaderMetrics (MetricsSupport) and AsyncImageLoaderService (ServiceLifecycleSupport).
+        .package(name: "AsyncImageView", path: "../..", traits: ["MetricsSupport", "ServiceLifecycleSupport"]),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),

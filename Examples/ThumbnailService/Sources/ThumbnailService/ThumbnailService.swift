@@ -70,8 +70,8 @@ struct ThumbnailService: AsyncParsableCommand {
         configuration.requestTimeout = .milliseconds(Int64(timeout * 1000))
         configuration.logger = logger
         let loader = AsyncImageLoader(configuration: configuration)
-        // MetricsSupport trait (waiting for it on main): swift-metrics from the loader's events.
-        // let loaderMetrics = LoaderMetrics(loader: loader, labelPrefix: "asyncimage")
+        // The loader's requests, bytes and stage times as swift-metrics (`asyncimage_...` at /metrics).
+        let loaderMetrics = LoaderMetrics(loader: loader, labelPrefix: "asyncimage")
 
         let router = Router(context: ServiceContext.self)
         router.add(middleware: MetricsMiddleware())
@@ -89,13 +89,11 @@ struct ThumbnailService: AsyncParsableCommand {
         // order: the server stops accepting and finishes the requests it
         // has, then the loader drains (pending requests, up to the time
         // limit, then cancelled; the disk cache's writes flushed).
-        // ServiceLifecycleSupport trait (waiting for it on main):
-        // let services: [any Service] = [AsyncImageLoaderService(loader: loader, drainTimeout: .seconds(10)), app]
-        let services: [any Service] = [app]
         let group = ServiceGroup(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+            services: [AsyncImageLoaderService(loader: loader, drainTimeout: 10), app],
+            gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
         try await group.run()
-        await loader.drain(timeout: 10)  // what AsyncImageLoaderService will do; gone with the line above
+        withExtendedLifetime(loaderMetrics) {}
         logger.info("stopped")
     }
 }
