@@ -1,0 +1,99 @@
+import ArgumentParser
+import AsyncImageKit
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+/// `thumbnail-service`: thumbnails of signed source URLs over HTTP, made by
+/// AsyncImageKit and served by Hummingbird 2.
+///
+/// ```sh
+/// THUMB_KEY=... swift run -c release thumbnail-service --port 8080
+/// ```
+@main
+struct ThumbnailService: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "thumbnail-service",
+        abstract: "Thumbnails of signed image URLs (AsyncImageKit on Hummingbird 2).",
+        discussion: "The HMAC-SHA256 key is read from THUMB_KEY: no start without it, unless --unsigned.")
+
+    @Option(help: "The port to listen on.")
+    var port = 8080
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+    @Option(name: .customLong("cache-dir"), help: "The disk cache's folder (default: a temporary one, removed at exit).")
+    var cacheDirectory: String?
+    @Option(name: .customLong("cache-size-mb"), help: "The disk cache's size limit, in MiB.")
+    var cacheSizeMB = 1024
+    @Option(name: .customLong("memory-budget-mb"), help: "The memory cache and pixel pool together, in MiB.")
+    var memoryBudgetMB = 256
+    @Option(help: "The most source transfers at once.")
+    var concurrentLoads = 8
+    @Option(help: "Seconds a request may take in all (queue, transfer, disk, decode); 504 after.")
+    var timeout: Double = 30
+    @Flag(help: "Let sources on the loopback address be fetched (tests and Benchmarks/Service only).")
+    var allowLoopbackOrigin = false
+    @Flag(help: "Check no signature: local testing only.")
+    var unsigned = false
+
+    func validate() throws {
+        guard unsigned || !(ProcessInfo.processInfo.environment["THUMB_KEY"] ?? "").isEmpty else {
+            throw ValidationError("THUMB_KEY is not set: set it to the URL-signing key (or test locally with --unsigned)")
+        }
+        guard (1...65535).contains(port), memoryBudgetMB >= 0, cacheSizeMB > 0, concurrentLoads > 0, timeout > 0 else {
+            throw ValidationError("--port, --memory-budget-mb, --cache-size-mb, --concurrent-loads or --timeout: out of range")
+        }
+    }
+
+    func run() async throws {
+        let logger = Logger(label: "thumbnail-service")
+        let secret = ProcessInfo.processInfo.environment["THUMB_KEY", default: ""]
+        let key = unsigned ? nil : SymmetricKey(data: Data(secret.utf8))
+        if unsigned { logger.warning("--unsigned: any URL is fetched; keep it off any address others can reach") }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
+        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("thumbnail-service-\(getpid())")
+        let folder = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? temporary
+        defer { if cacheDirectory == nil { try? FileManager.default.removeItem(at: folder) } }
+        var configuration = AsyncImageLoader.Configuration.service(
+            memoryBudget: memoryBudgetMB << 20, concurrentLoads: concurrentLoads,
+            diskCache: try DataCache(directory: folder, limits: .init(sizeLimit: cacheSizeMB << 20)))
+        if allowLoopbackOrigin {
+            let loopback: Set = [IPAddress("127.0.0.1")!, IPAddress("::1")!]
+            configuration.urlPolicy = configuration.urlPolicy.allowing(addresses: loopback)
+        }
+        configuration.requestTimeout = .milliseconds(Int64(timeout * 1000))
+        configuration.logger = logger
+        let loader = AsyncImageLoader(configuration: configuration)
+        // The loader's requests, bytes and stage times as swift-metrics (`asyncimage_...` at /metrics).
+        let loaderMetrics = LoaderMetrics(loader: loader, labelPrefix: "asyncimage")
+
+        let router = Router(context: ServiceContext.self)
+        router.add(middleware: MetricsMiddleware())
+        Routes(
+            loader: loader, key: key, memoryBudget: memoryBudgetMB << 20,
+            maxPendingRequests: configuration.maxPendingRequests, metrics: registry
+        ).add(to: router)
+        let app = Application(
+            router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: [DisconnectWatcher()])),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            logger: logger)
+
+        // On SIGTERM or SIGINT the group shuts its services down in reverse
+        // order: the server stops accepting and finishes the requests it
+        // has, then the loader drains (pending requests, up to the time
+        // limit, then cancelled; the disk cache's writes flushed).
+        let group = ServiceGroup(
+            services: [AsyncImageLoaderService(loader: loader, drainTimeout: 10), app],
+            gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+        try await group.run()
+        withExtendedLifetime(loaderMetrics) {}
+        logger.info("stopped")
+    }
+}
