@@ -30,12 +30,23 @@
     /// (``LoaderEvent/time``); per request they cost a small entry from its
     /// first event to its last.
     public final class LoaderMetrics: Sendable {
+        /// What is known of one request so far. Events made on two threads
+        /// at once can arrive in either order (``LoaderEvent/sequence``), so
+        /// each duration is recorded once both of its ends are known, in
+        /// whichever order they came.
         private struct Times {
-            var start: Double
+            var start: Double?
             var loading: Double?
-            var transferStart: Double?
+            var diskRead: Double?
             var diskHit = false
             var decoding: Double?
+            var queueWaitRecorded = false
+            var diskReadRecorded = false
+            /// The ending, once seen: (time, outcome); the whole request's
+            /// time is recorded when its start is known too.
+            var ended: (time: Double, outcome: String)?
+            /// When the transfer started: after a disk miss, else at the slot.
+            var transferStart: Double? { diskRead.map { diskHit ? nil : $0 } ?? loading }
         }
 
         private struct State {
@@ -94,45 +105,37 @@
             ("none", "failure"), ("none", "timeout"), ("none", "cancelled"),
         ]
 
-        /// One event: its request's times move on, and what ended is recorded.
+        /// One event: its request's times move on, and what can be
+        /// recorded now is.
         func record(_ event: LoaderEvent) {
             let t = event.time
             var recordings: [() -> Void] = []
             state.withLock { state in
+                var times = state.requests[event.requestID] ?? Times()
                 switch event.kind {
                 case .queued, .cacheHit:
-                    state.requests[event.requestID] = Times(start: t)
+                    times.start = t
                 case .loading:
-                    guard var times = state.requests[event.requestID], times.loading == nil else { return }
-                    times.loading = t
-                    times.transferStart = t
-                    state.requests[event.requestID] = times
-                    let wait = t - times.start
-                    recordings.append { self.queueWait.recordSeconds(wait) }
+                    if times.loading == nil { times.loading = t }
                 case .diskRead(let hit):
-                    guard var times = state.requests[event.requestID], let loading = times.loading else { return }
+                    times.diskRead = t
                     times.diskHit = hit
-                    times.transferStart = hit ? nil : t
-                    state.requests[event.requestID] = times
-                    let read = t - loading
-                    recordings.append { self.diskRead[hit]?.recordSeconds(read) }
                 case .transferred(let count):
-                    guard let times = state.requests[event.requestID], !times.diskHit else { return }
-                    // Joined after the transfer was over: not its bytes, not its time.
-                    guard let start = times.transferStart, start < t else { return }
-                    let key = event.url.absoluteString
-                    if state.countedTransfers[key] != t {
-                        state.countedTransfers[key] = t
-                        recordings.append { self.bytes.increment(by: count) }
+                    // Joined after the transfer was over (or a disk hit): not
+                    // its bytes, not its time.
+                    if !times.diskHit, let start = times.transferStart, start < t {
+                        let key = event.url.absoluteString
+                        if state.countedTransfers[key] != t {
+                            state.countedTransfers[key] = t
+                            recordings.append { self.bytes.increment(by: count) }
+                        }
+                        recordings.append { self.transfer.recordSeconds(t - start) }
                     }
-                    recordings.append { self.transfer.recordSeconds(t - start) }
                 case .transferFailed:
-                    guard let times = state.requests[event.requestID], let start = times.transferStart else { return }
-                    recordings.append { self.transfer.recordSeconds(t - start) }
+                    if let start = times.transferStart { recordings.append { self.transfer.recordSeconds(t - start) } }
                 case .decoding:
-                    state.requests[event.requestID]?.decoding = t
+                    times.decoding = t
                 case .delivered(let success):
-                    guard let times = state.requests.removeValue(forKey: event.requestID) else { return }
                     let outcome: String
                     let source: String
                     if success {
@@ -147,18 +150,27 @@
                         source = "none"
                     }
                     if let decoding = times.decoding { recordings.append { self.decode.recordSeconds(t - decoding) } }
-                    recordings.append {
-                        self.outcomes[source + "/" + outcome]?.increment()
-                        self.total[outcome]?.recordSeconds(t - times.start)
-                    }
-                    if state.requests.isEmpty { state.countedTransfers.removeAll() }
+                    recordings.append { self.outcomes[source + "/" + outcome]?.increment() }
+                    times.ended = (t, outcome)
                 case .cancelled:
-                    guard let times = state.requests.removeValue(forKey: event.requestID) else { return }
-                    recordings.append {
-                        self.outcomes["none/cancelled"]?.increment()
-                        self.total["cancelled"]?.recordSeconds(t - times.start)
-                    }
+                    recordings.append { self.outcomes["none/cancelled"]?.increment() }
+                    times.ended = (t, "cancelled")
+                }
+                if !times.queueWaitRecorded, let start = times.start, let loading = times.loading {
+                    times.queueWaitRecorded = true
+                    recordings.append { self.queueWait.recordSeconds(loading - start) }
+                }
+                if !times.diskReadRecorded, let loading = times.loading, let read = times.diskRead {
+                    times.diskReadRecorded = true
+                    let hit = times.diskHit
+                    recordings.append { self.diskRead[hit]?.recordSeconds(read - loading) }
+                }
+                if let (end, outcome) = times.ended, let start = times.start {
+                    recordings.append { self.total[outcome]?.recordSeconds(end - start) }
+                    state.requests[event.requestID] = nil
                     if state.requests.isEmpty { state.countedTransfers.removeAll() }
+                } else {
+                    state.requests[event.requestID] = times
                 }
             }
             recordings.forEach { $0() }

@@ -25,6 +25,10 @@ extension AsyncImageLoader {
                 continue
             }
             requests.removeAll { $0.state != .pending }
+            // Reported before the transfer's first step is handed on (the
+            // disk lookup, after the lock), so `.loading` reaches the event
+            // monitor before anything that step reports.
+            report(.loading, requests, &state, &effects)
             start(job, &state, &effects)
             for waiting in requests {
                 guard let other = waiting.lane else { continue }
@@ -32,7 +36,6 @@ extension AsyncImageLoader {
                 state.slots.refile(other)
             }
             state.slots.refile(lane)
-            report(.loading, requests, &state, &effects)
         }
         updateSweepTimer(&state)
     }
