@@ -51,8 +51,10 @@ extension AsyncImageLoader {
     {
         let cache = state.withLock { $0.cache }
         let (hit, refusal) = lookUp(request, in: cache)
+        let asked = ProcessInfo.processInfo.systemUptime
         if hit == nil, refusal == nil, let stored = await storedEncoding(for: request, encoding) {
             try Task.checkCancellation()
+            reportStoredAnswer(request, asked: asked)
             return stored
         }
         let response = try await response(for: request, encoding: encoding)
@@ -74,6 +76,29 @@ extension AsyncImageLoader {
         return EncodedImage(
             data: payload.data, format: kind.format, quality: kind.quality, width: still.width, height: still.height,
             source: response.source, isStale: response.isStale, fileProperties: response.image.fileProperties)
+    }
+
+    /// A stored answer's events, for the event monitor (and so for
+    /// metrics): `.queued` when it was asked, `.diskRead(hit: true)` and a
+    /// successful `.delivered` from the disk cache when it was read. It is
+    /// a read, not a load: numbered like a request, but never in the
+    /// request table, and with no `.loading` (it takes no transfer slot).
+    private func reportStoredAnswer(_ request: ImageRequest, asked: Double) {
+        mutate { state, effects in
+            guard let monitor = state.eventMonitor else { return }
+            let id = state.requests.numberOutsideTheTable()
+            let now = ProcessInfo.processInfo.systemUptime
+            let steps: [(LoaderEvent.Kind, Double, ImageResponse.Source?)] = [
+                (.queued, asked, nil), (.diskRead(hit: true), now, nil), (.delivered(success: true), now, .diskCache),
+            ]
+            let events = steps.map { kind, time, source in
+                state.eventSequence += 1
+                return LoaderEvent(
+                    requestID: id, url: request.url, target: nil, kind: kind, time: time, sequence: state.eventSequence,
+                    source: source)
+            }
+            effects.append { events.forEach(monitor) }
+        }
     }
 
     /// `request`'s stored thumbnail as it is stored, when that is what

@@ -11,7 +11,9 @@ public struct LoaderEvent: Sendable {
         case cacheHit
         /// Its transfer started (or it joined one already running).
         case loading
-        /// The disk cache was read for it (after ``loading``): `hit` when
+        /// The disk cache was read for it (after ``loading``; for a
+        /// thumbnail ``AsyncImageLoader/encodedImage(for:encoding:)`` serves
+        /// as it is stored, after ``queued``, with no slot taken): `hit` when
         /// what is stored answers it (no network), false when the network
         /// is asked next (a miss, or a stale entry to revalidate).
         case diskRead(hit: Bool)

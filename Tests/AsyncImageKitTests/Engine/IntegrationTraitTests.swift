@@ -91,6 +91,28 @@ final class IntegrationTraitTests: XCTestCase {
             withExtendedLifetime((recorder, otherMetrics)) {}
         }
 
+        /// A thumbnail served as it is stored (no load) still counts: a
+        /// disk success, with its disk read.
+        func testAStoredAnswerCountsAsADiskSuccess() async throws {
+            let metrics = TestMetrics()
+            let transport = FakeDataLoader()
+            transport.isSuspended = false
+            let store = MemoryDataStore()
+            let request = ImageRequest(url: url(6), sizing: .fitInside(PixelSize(width: 2, height: 2)))
+            let first = makeLoader(transport, store: store)
+            _ = try await first.encodedImage(for: request)
+            await first.flushDiskWrites()
+            let second = makeLoader(transport, store: store)
+            let recorder = LoaderMetrics(loader: second, factory: metrics)
+            let answer = try await second.encodedImage(for: ImageRequest(url: url(6), sizing: .fitInside(PixelSize(width: 2, height: 2)), cachePolicy: .cachedOnly))
+            XCTAssertTrue(answer.isStoredEncoding)
+            XCTAssertEqual(
+                try metrics.expectCounter("asyncimage_requests_total", [("source", "disk"), ("outcome", "success")])
+                    .totalValue, 1)
+            XCTAssertEqual(try metrics.expectTimer("asyncimage_request_seconds", [("outcome", "success")]).values.count, 1)
+            withExtendedLifetime(recorder) {}
+        }
+
         /// A deadline that passes counts as a timeout, not a failure.
         func testATimedOutRequestCountsAsATimeout() async throws {
             let metrics = TestMetrics()

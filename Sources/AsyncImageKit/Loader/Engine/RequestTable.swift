@@ -34,6 +34,13 @@ struct RequestTable {
         return targets.lane(for: record, object: object, stamp: nextStamp, &keep)
     }
 
+    /// A number for an answer that is not a request in the table (a stored
+    /// thumbnail served as it is stored): unique among the requests' ids.
+    mutating func numberOutsideTheTable() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+
     /// Ends a pending request `outcome` (delivered or cancelled): it leaves
     /// every index. Returns its lane, whose rank in the transfer queue may
     /// have changed (the caller refiles it), or nil for a request that was
