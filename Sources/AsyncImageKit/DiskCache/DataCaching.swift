@@ -122,7 +122,7 @@ public protocol DataCaching: AnyObject, Sendable {
     func removeAll()
 
     /// Waits until the work the store has scheduled in the background so far
-    /// is done (``AsyncImageLoader/flushDiskWrites()`` calls it after the
+    /// is done (``AsyncImageLoader/flushDiskWrites()-3jyjs`` calls it after the
     /// loader's own writes). The default implementation returns at once.
     func flush()
 }

@@ -11,7 +11,7 @@ extension AsyncImageLoader {
     ///
     /// A decode whose requests were all cancelled may still be running
     /// (its image goes to the caches), and disk writes may be scheduled:
-    /// `await flushDiskWrites()` waits for those.
+    /// ``flushDiskWrites()-9oklh`` waits for those.
     public func waitUntilIdle() async {
         let id = state.withLock { state -> UInt64 in
             state.nextIdleWaiter += 1
@@ -33,7 +33,7 @@ extension AsyncImageLoader {
 
     /// Waits, without blocking a thread of the caller's, until the disk
     /// cache writes scheduled so far are done: the async form of
-    /// blocking `flushDiskWrites()`, for a service's shutdown (the blocking
+    /// blocking ``flushDiskWrites()-3jyjs``, for a service's shutdown (the blocking
     /// form would hold one of the few threads of Swift's concurrency pool).
     public func flushDiskWrites() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -44,7 +44,7 @@ extension AsyncImageLoader {
         }
     }
 
-    /// ``waitUntilIdle()``, then `await flushDiskWrites()`, with a time
+    /// ``waitUntilIdle()``, then ``flushDiskWrites()-9oklh``, with a time
     /// limit: what a service runs when it shuts down, after it stopped
     /// taking requests. Requests still pending after `timeout` seconds are
     /// cancelled (each ends once, as any cancel does) before the flush.

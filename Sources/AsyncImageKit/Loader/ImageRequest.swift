@@ -101,6 +101,7 @@ public struct ImageRequest: Sendable, Hashable {
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
     /// - Parameters:
+    ///   - url: the image's URL (`http`, `https` or `file`).
     ///   - targetSize: the size the image is shown at; `nil` decodes at full size.
     ///   - contentMode: how the image meets `targetSize`.
     ///   - scaling: how the result is framed (default: exactly `targetSize`,

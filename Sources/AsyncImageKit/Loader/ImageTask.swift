@@ -1,6 +1,6 @@
 import Foundation
 
-/// A request made with ``AsyncImageLoader/loadImage(_:target:success:failure:)``:
+/// A request made with ``AsyncImageLoader/loadImage(_:target:success:failure:)-(ImageRequest,_,_,_)``:
 /// a handle to cancel it or change its priority while it waits.
 ///
 /// ```swift

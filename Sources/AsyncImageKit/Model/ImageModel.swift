@@ -20,7 +20,7 @@ import Foundation
 /// - When the image is in the memory cache, the model holds it as soon as it
 ///   is created (OGImage's "loaded instantly"), and loads nothing.
 /// - It loads at once otherwise; ``reload()`` loads again.
-/// - Any number of observers: closures (``observe(_:)``, run on the
+/// - Any number of observers: closures (``observe(on:_:)``, run on the
 ///   loader's delivery queue, in order) and ``snapshots`` (an
 ///   `AsyncSequence`, fed from the loader's threads). An observation holds
 ///   the model; it ends when its token is cancelled or released, or when the

@@ -67,9 +67,11 @@ public final class DataLoader: Sendable {
     /// encoded bodies: byte offsets then count the bytes that were stored.
     ///
     /// - Parameters:
+    ///   - url: what to fetch.
     ///   - headers: request headers, by name; they replace the
     ///     configuration's of the same name, and an empty value removes one.
     ///   - observer: progress and partial bodies (see ``DataTransferObserver``).
+    ///   - completion: the response or the failure, once, on the loader's completion queue.
     @discardableResult
     public func loadData(
         from url: URL, headers: [String: String] = [:], observer: DataTransferObserver = DataTransferObserver(),

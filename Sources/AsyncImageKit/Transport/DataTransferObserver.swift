@@ -11,7 +11,7 @@ import Foundation
 /// ``DataResponse/headers``: it holds only the requested bytes, to append to
 /// the stored ones. A `200` is the whole body again (the representation
 /// changed, or the server ignores ranges): start over. An unsatisfiable range
-/// fails with ``AsyncImageError/httpStatus(_:code:)`` 416.
+/// fails with ``AsyncImageError/httpStatus(_:code:headers:)`` 416.
 ///
 /// ```swift
 /// let observer = DataTransferObserver(
