@@ -22,9 +22,18 @@ final class NginxServer {
     /// Whether nginx is installed (apt-get install nginx).
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: defaultExecutable) }
 
+    /// TLS on the port: the certificate and key files, and whether HTTP/2
+    /// is offered (ALPN) or only HTTP/1.1.
+    struct TLS {
+        var certificate: String
+        var key: String
+        var http2: Bool
+    }
+
     let port: Int
     let root: String
     let workers: Int
+    let tls: TLS?
     /// The temporary folder with nginx.conf, the logs and nginx's temp paths.
     let prefix: URL
     private var pid: pid_t
@@ -33,8 +42,9 @@ final class NginxServer {
     /// returns once it accepts connections (at most 10 s).
     init(
         root: String, workers: Int = ProcessInfo.processInfo.activeProcessorCount,
-        executable: String = NginxServer.defaultExecutable
+        executable: String = NginxServer.defaultExecutable, tls: TLS? = nil
     ) throws {
+        self.tls = tls
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw Failure(description: "\(executable) not found (apt-get install nginx)")
         }
@@ -51,7 +61,7 @@ final class NginxServer {
         for _ in 0..<5 {
             let port = try Self.freePort()
             let conf = prefix.appendingPathComponent("nginx.conf")
-            try Self.configuration(root: self.root, port: port, workers: self.workers, prefix: prefix.path)
+            try Self.configuration(root: self.root, port: port, workers: self.workers, prefix: prefix.path, tls: tls)
                 .write(to: conf, atomically: true, encoding: .utf8)
             let pid = try Self.spawn(executable, prefix: prefix.path, conf: conf.path)
             switch Self.waitUntilListening(pid: pid, port: port) {
@@ -104,13 +114,30 @@ final class NginxServer {
     }
 
     /// A base URL for `name`.
-    func url(_ name: String) -> URL { URL(string: "http://127.0.0.1:\(port)/\(name)")! }
+    func url(_ name: String) -> URL { URL(string: "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/\(name)")! }
 
     /// The configuration: everything nginx writes goes under `prefix`.
-    static func configuration(root: String, port: Int, workers: Int, prefix: String) -> String {
+    static func configuration(root: String, port: Int, workers: Int, prefix: String, tls: TLS? = nil) -> String {
         // A master running as root would switch its workers to `nobody`,
         // who may not read a checkout under /root: keep root's identity.
         let user = geteuid() == 0 ? "user root root;\n" : ""
+        // With TLS: TLS 1.3 (one round trip), session tickets and a session
+        // cache (resumption), HTTP/2 when asked for; a small send buffer so
+        // that a cancelled stream's bytes stop soon (not megabytes queued in
+        // the kernel ahead of the emulated link).
+        var listen = "listen 127.0.0.1:\(port) backlog=1024"
+        var tlsLines = ""
+        if let tls {
+            listen += " ssl sndbuf=128k" + (tls.http2 ? " http2" : "")
+            tlsLines = """
+                        ssl_certificate "\(tls.certificate)";
+                        ssl_certificate_key "\(tls.key)";
+                        ssl_protocols TLSv1.2 TLSv1.3;
+                        ssl_session_cache shared:SSL:1m;
+                        ssl_session_tickets on;
+                        http2_max_concurrent_streams 128;
+                """
+        }
         return """
             \(user)daemon off;
             master_process on;
@@ -139,8 +166,9 @@ final class NginxServer {
                 keepalive_requests 100000;
                 open_file_cache max=10000 inactive=60s;
                 server {
-                    listen 127.0.0.1:\(port) backlog=1024;
+                    \(listen);
                     server_name localhost;
+            \(tlsLines)
                     root "\(root)";
                     location / { }
                 }

@@ -13,6 +13,12 @@ import Foundation
 ///     .build/release/asyncimage-bench thumbnails [--count N] [--runs R] [--peers vips,vips-each,magick,pillow]
 ///     .build/release/asyncimage-bench soak [--minutes M] [--loads N] [--output DIR] [--seed S]
 ///
+///     .build/release/asyncimage-bench net [--rtts 20,50,150] [--rates 10,50,200] [--protocols h2,h1] [--workloads cold,scroll] [--clients ours,peer,curl] [--runs R] [--items N] [--loads N] [--output DIR] [--smoke]
+///
+/// `net`: over emulated links (a round trip and a rate between the client
+/// and nginx over TLS, HTTP/2 and HTTP/1.1): a cold screen of 16 thumbnails
+/// then full images, and the demo's scroll, against the URLSession peer,
+/// `curl --parallel` and the physical limit (NetworkBenchmark.swift).
 /// `all`: every workload below with its peers in one run (see AllBenchmark.swift):
 /// medians with min-max, the BENCHMARKS.md tables and PNG plots in DIR
 /// (default bench-output/all); `--update BENCHMARKS.md` rewrites the
@@ -81,6 +87,10 @@ case "run-one":
     try runOne(Array(arguments.dropFirst()))
 case "decode-bound":
     try decodeBoundChild(Array(arguments.dropFirst()))
+case "net":
+    try runNetworkBenchmark(arguments.dropFirst())
+case "net-one":
+    try netRunChild(Array(arguments.dropFirst()))
 case "nginx-serve":
     try nginxServeChild(Array(arguments.dropFirst()))
 default:

@@ -1,3 +1,4 @@
+import AsyncImageKit
 /// Everything a run was asked to do (the defaults are the command line's).
 package struct DemoSettings: Equatable {
     package var concurrentLoads: Int
@@ -11,7 +12,7 @@ package struct DemoSettings: Equatable {
     package var json: Bool
 
     package init(
-        concurrentLoads: Int = 2, timeout: Double = 10, output: String = "demo-output", cells: Int = 16,
+        concurrentLoads: Int = AsyncImageLoader.defaultConcurrentLoads, timeout: Double = 10, output: String = "demo-output", cells: Int = 16,
         scrollSpeed: Double = 25, seed: UInt64 = 1, images: Int = 300, latency: Int = 15, json: Bool = false
     ) {
         self.concurrentLoads = concurrentLoads

@@ -37,10 +37,13 @@ public final class LoadImageServer: Sendable {
     }
 
     private let server: LoopbackServer
+    /// The emulated link in front of the server, if any: URLs name its port.
+    public let link: LinkEmulator?
     private let counts = Locked((active: 0, peak: 0))
 
-    /// Makes the images and starts the server on 127.0.0.1.
-    public init() throws {
+    /// Makes the images and starts the server on 127.0.0.1; with `link`,
+    /// behind a ``LinkEmulator`` of those settings (the URLs then lead through it).
+    public init(link: LinkEmulator.Settings? = nil) throws {
         var bodies: [Data?] = []
         for n in 0..<Self.count {
             switch Self.kind(n) {
@@ -72,13 +75,19 @@ public final class LoadImageServer: Sendable {
             let type = Self.kind(n) == .jpeg ? "image/jpeg" : "image/png"
             connection.respond(status: 200, headers: [("Content-Type", type)], body: body)
         }
+        self.link = try link.map { try LinkEmulator(upstreamPort: server.port, settings: $0) }
     }
 
-    deinit { server.stop() }
+    deinit {
+        link?.stop()
+        server.stop()
+    }
 
     /// The URL of image N (`/async/N.png` for the async API's requests).
     public func url(_ n: Int, async: Bool = false) -> URL {
-        server.url("/\(async ? "async" : "img")/\(n).png")
+        let path = "/\(async ? "async" : "img")/\(n).png"
+        guard let link else { return server.url(path) }
+        return URL(string: "http://127.0.0.1:\(link.port)\(path)")!
     }
 
     /// Whether `url` is one of the async API's.

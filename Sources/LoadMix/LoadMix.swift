@@ -41,9 +41,10 @@ public final class LoadMix: @unchecked Sendable {
     private let rounds = Locked(0)
 
     /// Starts a server and a loader with `concurrentLoads` slots; `workers`
-    /// threads will make the requests.
-    public init(concurrentLoads: Int, workers: Int = 4) throws {
-        server = try LoadImageServer()
+    /// threads will make the requests; with `link`, over an emulated link
+    /// (a round trip and a rate, see ``LinkEmulator``).
+    public init(concurrentLoads: Int, workers: Int = 4, link: LinkEmulator.Settings? = nil) throws {
+        server = try LoadImageServer(link: link)
         cache = ImageCache()
         cache.countLimit = 100
         self.concurrentLoads = concurrentLoads

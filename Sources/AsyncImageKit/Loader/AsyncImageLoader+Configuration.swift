@@ -18,7 +18,8 @@ extension AsyncImageLoader {
     public struct Configuration: @unchecked Sendable {
         /// Where decoded images are kept; nil disables caching. Default ``AsyncImageLoader/sharedCache``.
         public var cache: (any ImageCaching)?
-        /// The most transfers at once (default 2; see ``AsyncImageLoader/concurrentLoads``).
+        /// The most transfers at once (default ``AsyncImageLoader/defaultConcurrentLoads``,
+        /// 32; see ``AsyncImageLoader/concurrentLoads``).
         public var concurrentLoads: Int
         /// Seconds a transfer may take from its start (default 60; see
         /// ``AsyncImageLoader/loadingTimeout``). It replaces the transport's
@@ -115,7 +116,7 @@ extension AsyncImageLoader {
 
         /// A configuration; every parameter has the default described on its property.
         public init(
-            cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
+            cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = AsyncImageLoader.defaultConcurrentLoads,
             loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
             notificationCenter: NotificationCenter? = .default, dataLoader: (any DataLoading)? = nil,
             diskCache: (any DataCaching)? = nil, diskStorage: DiskStorage = .both,

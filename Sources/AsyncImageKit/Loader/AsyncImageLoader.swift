@@ -119,7 +119,7 @@ public final class AsyncImageLoader: Sendable {
     ///   - transport: body-size and redirect limits (its timeout is replaced by `loadingTimeout`,
     ///     as for every loader's transfers).
     public convenience init(
-        cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = 2,
+        cache: (any ImageCaching)? = AsyncImageLoader.sharedCache, concurrentLoads: Int = AsyncImageLoader.defaultConcurrentLoads,
         loadingTimeout: Double = 60, deliveryQueue: DispatchQueue = .main,
         notificationCenter: NotificationCenter? = .default, transport: TransportConfiguration = TransportConfiguration()
     ) {
@@ -157,15 +157,29 @@ public final class AsyncImageLoader: Sendable {
 // MARK: - Settings
 
 extension AsyncImageLoader {
+    /// The default of ``concurrentLoads``: 32 transfers, what the screen of
+    /// a gallery asks for at once (16 cells, a thumbnail and a full image
+    /// each), so that over HTTP/2 one round trip serves them all. (Before
+    /// 0.10 it was 2: over a link with a 150 ms round trip that left the
+    /// last cell of a screen about 20 round trips behind the first.)
+    public static let defaultConcurrentLoads = 32
+
     /// Where decoded images are kept (nil: no caching). A change affects later requests only.
     public var cache: (any ImageCaching)? {
         get { state.withLock { $0.cache } }
         set { replace(\.cache, with: newValue) }
     }
 
-    /// The most transfers in flight at once (default 2): a true cap. A transfer
-    /// keeps its slot until a decoder takes its body, so bodies never pile up
+    /// The most transfers in flight at once (default ``defaultConcurrentLoads``,
+    /// 32): a true cap, HTTP/2 streams included. A transfer keeps its slot
+    /// until a decoder takes its body, so no more than this many bodies wait
     /// undecoded; decodes run one per core while the next transfers proceed.
+    ///
+    /// The transport keeps a cap of its own on connections per host
+    /// (``TransportConfiguration/maxConnectionsPerHost``, 6): over HTTP/1.1
+    /// at most 6 of these transfers to one host run at once and the rest
+    /// wait for a connection of theirs; over HTTP/2 all of them are streams
+    /// of one connection. See <doc:Scheduling> for choosing both for a link.
     public var concurrentLoads: Int {
         get { state.withLock { $0.slots.concurrentLoads } }
         set {

@@ -2,7 +2,15 @@ import CCurl
 import Foundation
 import Synchronization
 
-/// The one thread that drives libcurl's multi interface for the process.
+/// A thread that drives one libcurl multi handle: the transfers of every
+/// loader whose transport allows the same number of connections per host.
+///
+/// One loop per cap (``TransportConfiguration/maxConnectionsPerHost``,
+/// libcurl's `CURLMOPT_MAX_HOST_CONNECTIONS`, a setting of the multi
+/// handle): a process usually has one. Within a loop, transfers share
+/// connections (kept alive, HTTP/2 multiplexed), the DNS cache and TLS
+/// sessions (a `CURLSH` share: a new connection to a server resumes the
+/// session of an earlier one rather than doing a full handshake).
 ///
 /// Other threads never touch a libcurl handle: they post transfers to start
 /// or cancel into an inbox under a lock and wake the loop with
@@ -12,8 +20,19 @@ import Synchronization
 /// what else it does for libcurl's sake: ``HTTP2WakeUps``). Finished transfers
 /// hand their result to a completion queue: nothing is decoded here.
 final class CurlEventLoop: Sendable {
-    /// The process-wide loop, started on first use.
-    static let shared = CurlEventLoop()
+    /// The loops by their cap on connections per host, each started on first use.
+    private static let loops = Locked([Int: CurlEventLoop]())
+
+    /// The loop for transfers with at most `maxConnectionsPerHost` connections per host (0: no cap).
+    static func shared(maxConnectionsPerHost: Int) -> CurlEventLoop {
+        let cap = max(0, maxConnectionsPerHost)
+        return loops.withLock { loops in
+            if let loop = loops[cap] { return loop }
+            let loop = CurlEventLoop(maxConnectionsPerHost: cap)
+            loops[cap] = loop
+            return loop
+        }
+    }
 
     private struct Inbox {
         var started: [CurlTransfer] = []
@@ -21,24 +40,53 @@ final class CurlEventLoop: Sendable {
     }
 
     private let inbox = Locked(Inbox())
+    /// Whether each origin's last new connection negotiated HTTP/2, by
+    /// `scheme://host:port` (see ``CurlTransfer/keepsConnectionOnCancel``);
+    /// forgotten all at once past 1,000 origins.
+    private let multiplexing = Locked([String: Bool]())
     /// `CURLM *`. Only the loop thread uses it, but for `curl_multi_wakeup`,
     /// which libcurl documents as safe from any thread.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
+    /// `CURLSH *`: TLS sessions and DNS entries, for the easy handles of this
+    /// loop only (all on its thread, so libcurl needs no lock callbacks).
+    private nonisolated(unsafe) let share: UnsafeMutableRawPointer?
 
-    private init() {
+    private init(maxConnectionsPerHost: Int) {
         CurlGlobal.initializeOnce()
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
+        // Transfers past the cap wait inside libcurl for a connection of
+        // their host (their timeout runs meanwhile); over HTTP/2 they become
+        // streams of the one connection instead.
+        _ = aiv_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+        share = curl_share_init()
+        if let share {
+            _ = aiv_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            _ = aiv_curl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
+        }
         let thread = Thread { [self] in self.run() }
-        thread.name = "AsyncImageKit.curl"
+        thread.name = maxConnectionsPerHost == TransportConfiguration.defaultMaxConnectionsPerHost
+            ? "AsyncImageKit.curl" : "AsyncImageKit.curl.\(maxConnectionsPerHost)"
         thread.start()
     }
 
     /// Starts `transfer` on the loop thread.
     func start(_ transfer: CurlTransfer) {
+        transfer.loop = self
         inbox.withLock { $0.started.append(transfer) }
         curl_multi_wakeup(multi)
     }
+
+    /// Notes what an origin's connection negotiated (loop thread, at a request's start).
+    func noteMultiplexing(_ origin: String, _ multiplexes: Bool) {
+        multiplexing.withLock { table in
+            if table.count >= 1000, table[origin] == nil { table.removeAll() }
+            table[origin] = multiplexes
+        }
+    }
+
+    /// Whether the origin's connections may multiplex: nil when not known yet.
+    func mayMultiplex(_ origin: String) -> Bool? { multiplexing.withLock { $0[origin] } }
 
     /// Stops `transfer` and frees its handle on the loop thread.
     func cancel(_ transfer: CurlTransfer) {
@@ -56,7 +104,7 @@ final class CurlEventLoop: Sendable {
                 return inbox
             }
             for transfer in work.started where !transfer.isCancelled {
-                guard let easy = transfer.makeHandle() else { continue }
+                guard let easy = transfer.makeHandle(share: share) else { continue }
                 if curl_multi_add_handle(multi, easy) == CURLM_OK {
                     active[easy] = transfer
                 } else {
@@ -64,7 +112,14 @@ final class CurlEventLoop: Sendable {
                 }
             }
             for transfer in work.cancelled {
-                guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { continue }
+                guard let easy = transfer.easy, active[easy] != nil else { continue }
+                // A connection being set up for it may serve others: it is
+                // left to finish that, and stopped before its request.
+                if transfer.keepsConnectionOnCancel {
+                    transfer.abandon()
+                    continue
+                }
+                active.removeValue(forKey: easy)
                 curl_multi_remove_handle(multi, easy)
                 transfer.finishCancelled()
             }
@@ -78,7 +133,11 @@ final class CurlEventLoop: Sendable {
                 else { continue }
                 let code = aiv_curl_msg_result(message)
                 curl_multi_remove_handle(multi, easy)
-                transfer.finish(multi: multi, code: code)
+                if transfer.isAbandoned {
+                    transfer.finishCancelled()
+                } else {
+                    transfer.finish(multi: multi, code: code)
+                }
             }
             wakeUps.check(active, now: Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
             var ready: Int32 = 0

@@ -22,6 +22,8 @@ final class CurlTransfer: @unchecked Sendable {
     private let completionQueue: DispatchQueue
     private let completion: @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     private let state = Locked(State.pending)
+    /// The loop it was started on (set before it is handed to it).
+    var loop: CurlEventLoop?
     /// Held by `cancel()` while it decides and by a progress call, so no
     /// progress is reported after `cancel()` returned true. Recursive: a
     /// progress handler may cancel its own transfer.
@@ -39,6 +41,11 @@ final class CurlTransfer: @unchecked Sendable {
     private var headersTooLarge = false
     /// Why the URL policy refused a redirect hop or an address (see `URLPolicy`).
     private var refusal: String?
+    /// It opened a connection of its own, whose set-up is not over yet
+    /// (no request sent), and it was cancelled meanwhile (see `keepsConnectionOnCancel`).
+    private var openedConnection = false
+    private var sentRequest = false
+    private(set) var isAbandoned = false
     /// Whether the observer's `bodyStart` still wants the body's start.
     private var wantsBodyStart = true
     /// The body's expected length for progress, read at its first bytes.
@@ -84,7 +91,7 @@ final class CurlTransfer: @unchecked Sendable {
             state = .cancelled
             return true
         }
-        if cancelled { CurlEventLoop.shared.cancel(self) }
+        if cancelled { loop?.cancel(self) }
         return cancelled
     }
 
@@ -113,7 +120,7 @@ final class CurlTransfer: @unchecked Sendable {
     // MARK: Loop thread
 
     /// Creates and configures the easy handle; on failure delivers an error and returns nil.
-    func makeHandle() -> UnsafeMutableRawPointer? {
+    func makeHandle(share: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else {
             deliver(.failure(.transport(url, code: Int(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_easy_init failed")))
             return nil
@@ -128,6 +135,7 @@ final class CurlTransfer: @unchecked Sendable {
         func set(_ code: CURLcode) { if code != CURLE_OK { ok = false } }
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_URL, url.absoluteString))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        if let share { set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_SHARE, share)) }
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https,file"))
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, Self.redirectSchemes.sorted().joined(separator: ",")))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
@@ -151,7 +159,7 @@ final class CurlTransfer: @unchecked Sendable {
             // its TLS handshake) whether it multiplexes, rather than open
             // another. Not for `http`: libcurl 7.88 would hold the transfer
             // until a whole earlier response to that server had arrived.
-            set(aiv_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
+            if loop?.mayMultiplex(origin) == true { set(aiv_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)) }
         }
         set(aiv_curl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
         set(aiv_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxBodySize)))
@@ -190,15 +198,14 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_header_function(easy, curlHeader))
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, Unmanaged.passUnretained(self).toOpaque()))
         set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()))
-        if configuration.urlPolicy.hasRules {
-            // Every connection's address before it is opened, and every
-            // request's URL and address (a reused connection's too) before
-            // it is sent: the first and each redirect hop.
-            set(aiv_curl_easy_setopt_opensocket_function(easy, curlOpenSocket))
-            set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(self).toOpaque()))
-            set(aiv_curl_easy_setopt_prereq_function(easy, curlPrerequest))
-            set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, Unmanaged.passUnretained(self).toOpaque()))
-        }
+        // Every connection's address before it is opened, and every
+        // request's URL and address (a reused connection's too) before it is
+        // sent: the first and each redirect hop (the URL policy; and what
+        // `keepsConnectionOnCancel` needs to know).
+        set(aiv_curl_easy_setopt_opensocket_function(easy, curlOpenSocket))
+        set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(self).toOpaque()))
+        set(aiv_curl_easy_setopt_prereq_function(easy, curlPrerequest))
+        set(aiv_curl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, Unmanaged.passUnretained(self).toOpaque()))
         guard ok else {
             releaseHandle()
             deliver(.failure(.transport(url, code: Int(CURLE_FAILED_INIT.rawValue), message: "could not configure the transfer")))
@@ -409,6 +416,43 @@ final class CurlTransfer: @unchecked Sendable {
         if claimed { completionQueue.async { [completion] in completion(result) } }
     }
 
+    /// Whether a cancel should leave the transfer to finish setting up the
+    /// connection it opened, rather than remove it now (loop thread).
+    ///
+    /// libcurl closes a connection whose set-up (TCP, TLS) is cut short by
+    /// removing the transfer that opened it, and the transfers waiting to
+    /// share it (`CURLOPT_PIPEWAIT`) must start over on a new one. Over a
+    /// link with a 150 ms round trip a TLS connection takes 300 ms to set
+    /// up: a scrolling screen whose cells pass by faster than that would
+    /// never get one. So a transfer cancelled in that phase is *abandoned*
+    /// instead: its outcome is already "cancelled" (the handler never runs),
+    /// but it stays in the multi handle until its connection is ready and
+    /// is stopped at its pre-request callback, before a request is sent. An
+    /// HTTP/2 connection then stays open for the others; an HTTP/1.1 one
+    /// is closed as before (libcurl closes a connection whose first
+    /// transfer ends before its response). Only where the connection may
+    /// multiplex: `https` with ``TransportConfiguration/allowsHTTP2``.
+    ///
+    /// An origin whose last new connection negotiated HTTP/1.1 (ALPN, read
+    /// at the pre-request callback) is known not to multiplex: its cancelled
+    /// transfers are removed at once, freeing their place among the host's
+    /// connections rather than holding it for a connection that will close.
+    var keepsConnectionOnCancel: Bool {
+        openedConnection && !sentRequest && configuration.allowsHTTP2 && url.scheme?.lowercased() == "https"
+            && loop?.mayMultiplex(origin) != false
+    }
+
+    /// `scheme://host:port` of the first URL.
+    var origin: String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// Marks the transfer abandoned (see `keepsConnectionOnCancel`): its
+    /// pre-request callback will stop it.
+    func abandon() { isAbandoned = true }
+
     /// Ends a cancelled transfer (its handle already removed from the multi
     /// handle): reports what it had received, and frees the handle.
     func finishCancelled() {
@@ -594,12 +638,21 @@ final class CurlTransfer: @unchecked Sendable {
         // Another of the host's addresses is allowed: a failure from here
         // on is this connection's, not the policy's.
         refusal = nil
-        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        let fd = socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        if fd >= 0 { openedConnection = true }
+        return fd
     }
 
     /// libcurl is about to send a request on a connection to `address`
-    /// (new or reused): whether the policy lets it.
+    /// (new or reused): whether the policy lets it, and the transfer was
+    /// not cancelled while it set the connection up.
     func prerequest(_ address: String) -> Bool {
+        sentRequest = true
+        if openedConnection, let easy, let loop {
+            let alpn = aiv_curl_alpn_is_h2(easy)
+            if alpn >= 0 { loop.noteMultiplexing(origin, alpn == 1) }
+        }
+        if isAbandoned { return false }
         if let reason = refusal(connectingTo: IPAddress(address)) {
             refusal = reason
             return false

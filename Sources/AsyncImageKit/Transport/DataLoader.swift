@@ -7,8 +7,10 @@ import Foundation
 /// the transport thread, and the timeout does not apply to it.
 ///
 /// All transfers of all loaders run on one transport thread (libcurl's multi
-/// interface); completion handlers run on ``completionQueue``, never on that
-/// thread, so decoding in a handler does not stall other transfers.
+/// interface; one per distinct ``TransportConfiguration/maxConnectionsPerHost``),
+/// where they share connections, DNS entries and TLS sessions; completion
+/// handlers run on ``completionQueue``, never on that thread, so decoding
+/// in a handler does not stall other transfers.
 ///
 /// `https` servers' certificates are always verified, against the system's
 /// store or ``TransportConfiguration/certificateAuthorities``; a failure is
@@ -85,7 +87,7 @@ public final class DataLoader: Sendable {
         } else if url.scheme?.lowercased() == "file" {
             FileReader.start(transfer)
         } else {
-            CurlEventLoop.shared.start(transfer)
+            CurlEventLoop.shared(maxConnectionsPerHost: configuration.maxConnectionsPerHost).start(transfer)
         }
         return DataTask(transfer: transfer)
     }

@@ -77,6 +77,23 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// `http` URLs always use HTTP/1.1.
     public var allowsHTTP2: Bool
 
+    /// The most connections open at once to one host (scheme, name and
+    /// port), as browsers keep to: default 6
+    /// (``defaultMaxConnectionsPerHost``); 0 for no cap. Over HTTP/1.1 a
+    /// connection carries one transfer at a time, so transfers past the cap
+    /// wait for one of their host's connections to be free (inside the
+    /// transport, and their timeout runs meanwhile); over HTTP/2 they are
+    /// streams of one shared connection and the cap hardly matters. A
+    /// service that fetches from one HTTP/1.1 origin at high concurrency
+    /// (object stores often speak HTTP/1.1 only) raises it to its
+    /// ``AsyncImageLoader/concurrentLoads``.
+    ///
+    /// Transfers with different caps never share a connection (each cap
+    /// has a transport thread of its own).
+    public var maxConnectionsPerHost: Int
+    /// 6, as browsers.
+    public static let defaultMaxConnectionsPerHost = 6
+
     /// `Accept` for the formats of ``ImageDecoderRegistry/default``.
     public static let defaultAccept = ImageDecoderRegistry.default.acceptHeader
 
@@ -86,8 +103,9 @@ public struct TransportConfiguration: Sendable, Hashable {
         acceptsEncodedBodies: Bool = true, userAgent: String = "AsyncImageKit/0.1 (Linux; libcurl)",
         headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept],
         certificateAuthorities: URL? = nil, allowsHTTP2: Bool = true, maxHeaderSize: Int = 65_536,
-        urlPolicy: URLPolicy = .unrestricted
+        urlPolicy: URLPolicy = .unrestricted, maxConnectionsPerHost: Int = TransportConfiguration.defaultMaxConnectionsPerHost
     ) {
+        self.maxConnectionsPerHost = maxConnectionsPerHost
         self.maxHeaderSize = maxHeaderSize
         self.urlPolicy = urlPolicy
         self.headers = headers

@@ -1,6 +1,7 @@
 import AsyncImageKit
 import Foundation
 import LoadMix
+import LoopbackHTTP
 import XCTest
 
 /// The loader under load (issue 18, item 4), at 2, 8 and 32 concurrent
@@ -29,6 +30,15 @@ final class LoadTests: XCTestCase {
     func testLoadAtTwoConcurrentLoads() throws { try runLoad(concurrentLoads: 2) }
     func testLoadAtEightConcurrentLoads() throws { try runLoad(concurrentLoads: 8) }
     func testLoadAtThirtyTwoConcurrentLoads() throws { try runLoad(concurrentLoads: 32) }
+    /// The default cap (32 transfers, 6 connections per host) over an
+    /// emulated link (40 ms round trip, 50 Mbit/s; see `LinkEmulator`):
+    /// transfers now wait for connections of their host inside the
+    /// transport and cancels cut responses mid-flight, with the same checks.
+    func testLoadOverAnEmulatedLink() throws {
+        try runLoad(
+            concurrentLoads: AsyncImageLoader.defaultConcurrentLoads,
+            link: LinkEmulator.Settings(roundTrip: 0.040, bitsPerSecond: 50e6), requests: Self.requestsPerSetting / 4)
+    }
 
     /// Requests per setting: 20,000 (5 s or so each in a debug build here),
     /// a quarter of that under ThreadSanitizer (detected at run time), which
@@ -49,12 +59,11 @@ final class LoadTests: XCTestCase {
     /// cycle, about 1 KB per request that reached the network) was 17 to 27 MB.
     static let residentTolerance = 8 * 1_048_576
 
-    func runLoad(concurrentLoads cap: Int) throws {
+    func runLoad(concurrentLoads cap: Int, link: LinkEmulator.Settings? = nil, requests: Int = LoadTests.requestsPerSetting) throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["ASYNCIMAGE_LOAD_SEED"].flatMap { UInt64($0) } ?? (2026_11_24 + UInt64(cap))
-        let requests = Self.requestsPerSetting
-        print("load: cap \(cap), \(requests) requests, seed \(seed) (ASYNCIMAGE_LOAD_SEED=\(seed) repeats it)")
-        let mix = try LoadMix(concurrentLoads: cap)
+        print("load: cap \(cap), \(requests) requests, link \(link.map(\.description) ?? "loopback"), seed \(seed) (ASYNCIMAGE_LOAD_SEED=\(seed) repeats it)")
+        let mix = try LoadMix(concurrentLoads: cap, link: link)
 
         // Warm-up: what the process keeps for good is part of the baseline.
         mix.run(requests: 1_000, seed: seed &* 31)
@@ -81,8 +90,9 @@ final class LoadTests: XCTestCase {
         print("load: cap \(cap): before \(before), after \(after)")
         // Descriptors: libcurl keeps some idle connections to the server for
         // reuse, each one descriptor on its side and one on the server's (in
-        // this process): at most 2 per slot, whatever the number of requests.
-        XCTAssertLessThanOrEqual(after.descriptors, before.descriptors + 2 * cap + 4, "descriptors leak")
+        // this process): at most 2 per slot, whatever the number of requests
+        // (and 2 more per connection through the link's relay).
+        XCTAssertLessThanOrEqual(after.descriptors, before.descriptors + (link == nil ? 2 : 4) * cap + 4, "descriptors leak")
         // Not under a sanitizer: their shadow memory and ASan's quarantine of
         // freed blocks move the RSS by themselves (the ASan run's leak check
         // is LeakSanitizer's, `.ci/asan`).

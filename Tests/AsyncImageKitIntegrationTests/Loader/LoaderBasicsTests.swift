@@ -9,7 +9,7 @@ import XCTest
 final class LoaderBasicsTests: XCTestCase {
     func testDefaults() {
         let shared = AsyncImageLoader.shared
-        XCTAssertEqual(shared.concurrentLoads, 2)
+        XCTAssertEqual(shared.concurrentLoads, AsyncImageLoader.defaultConcurrentLoads)
         XCTAssertEqual(shared.loadingTimeout, 60)
         XCTAssertNil(shared.requestTimeout)
         XCTAssertTrue(shared.cache === AsyncImageLoader.sharedCache)

@@ -26,7 +26,7 @@ final class DemoSupportTests: XCTestCase {
         XCTAssertEqual(
             options.settings,
             DemoSettings(
-                concurrentLoads: 2, timeout: 10, output: "demo-output", cells: 16, scrollSpeed: 25, seed: 1, images: 300,
+                concurrentLoads: AsyncImageLoader.defaultConcurrentLoads, timeout: 10, output: "demo-output", cells: 16, scrollSpeed: 25, seed: 1, images: 300,
                 latency: 15, json: false))
     }
 
@@ -105,7 +105,7 @@ final class DemoSupportTests: XCTestCase {
         for line in [
             "USAGE: " + DemoArguments.rootUsage,
             "  --concurrent-loads <concurrent-loads>",
-            "                          Transfers in flight at once. (default: 2)",
+            "                          Transfers in flight at once. (default: 32)",
             "  --timeout <timeout>     Seconds a transfer may take. (default: 10.0)",
             "  --output <output>       Where to write the pictures and the report. (default:",
             "                          demo-output)",
