@@ -75,7 +75,8 @@ public final class LoadImageServer: Sendable {
             let type = Self.kind(n) == .jpeg ? "image/jpeg" : "image/png"
             connection.respond(status: 200, headers: [("Content-Type", type)], body: body)
         }
-        self.link = try link.map { try LinkEmulator(upstreamPort: server.port, settings: $0) }
+        let port = server.port
+        self.link = try link.map { try LinkEmulator(upstreamPort: port, settings: $0) }
     }
 
     deinit {
