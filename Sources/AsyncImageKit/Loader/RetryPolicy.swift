@@ -21,7 +21,10 @@ import Foundation
 ///   request was sent or the answer awaited (55, 56), or closed without a
 ///   byte of reply (52), before any body byte arrived;
 /// - the transfer's timeout (``AsyncImageLoader/loadingTimeout``) before
-///   any body byte arrived;
+///   any body byte arrived (each try has the whole timeout: without a
+///   request deadline, a server that never answers holds a request for
+///   1 + ``maxRetries`` timeouts; ``AsyncImageLoader/Configuration/requestTimeout``
+///   bounds the whole);
 /// - the statuses `408`, `429`, `502`, `503` and `504`; `429` and `503`
 ///   with a `Retry-After` (delta-seconds, or an HTTP-date, counted from
 ///   the response's `Date` when it has one) wait as the server asked.
