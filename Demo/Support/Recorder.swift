@@ -86,6 +86,7 @@ package final class Recorder: @unchecked Sendable {
                 request.bytes = count
                 bytes += count
             case .transferFailed: request.transferFailed = t
+            case .retrying: break  // its outcome comes later
             case .decoding: request.decoding = t
             case .delivered(let success):
                 request.finished = t

@@ -9,9 +9,23 @@ import XCTest
 /// ``isSuspended`` is on (the default), transfers wait until the test
 /// ``finish(_:)``es them, so a test decides every order itself.
 public final class FakeDataLoader: DataLoading, @unchecked Sendable {
+    /// What one transfer answers, when a test scripts it (``script(_:_:)``).
+    public enum Answer: Sendable {
+        /// The fake's `200` with its PNG.
+        case image
+        /// Fails with the error, before any body byte.
+        case failure(AsyncImageError)
+        /// Shows the response's head to the observer (as a transport does
+        /// with the first body byte), then fails with the error.
+        case failureAfterBody(AsyncImageError)
+    }
+
     private final class Transfer: DataLoadingTask, @unchecked Sendable {
         let url: URL
         let owner: FakeDataLoader
+        /// Its scripted answer, taken when it started (nil: as before).
+        var answer: Answer?
+        var observer = DataTransferObserver()
         /// Dropped once used; kept after a cancel, as libcurl's transfers
         /// keep theirs (so a loader that held on to a cancelled task would leak).
         var completion: (@Sendable (Result<DataResponse, AsyncImageError>) -> Void)?
@@ -42,6 +56,8 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
     private var cancelledPaths: [String] = []
     private var waiters: [(count: Int, expectation: XCTestExpectation)] = []
     private var failures: [String: AsyncImageError] = [:]
+    private var scripts: [String: [Answer]] = [:]
+    private var starts: [Double] = []
     private let queue = DispatchQueue(label: "fake transport", attributes: .concurrent)
 
     public init() {}
@@ -74,6 +90,13 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
     /// Makes transfers of `url` fail with `error`.
     public func fail(_ url: URL, with error: AsyncImageError) { lock.withLock { failures[url.path] = error } }
 
+    /// The next transfers of `url` answer `answers`, one each in the order
+    /// they start; later ones answer as before (``fail(_:with:)``, or the image).
+    public func script(_ url: URL, _ answers: [Answer]) { lock.withLock { scripts[url.path, default: []] += answers } }
+
+    /// When each transfer started (`ProcessInfo.systemUptime`), in order.
+    public var startTimes: [Double] { lock.withLock { starts } }
+
     /// An expectation fulfilled once `count` transfers have started.
     public func starts(_ count: Int, _ test: XCTestCase) -> XCTestExpectation {
         let expectation = test.expectation(description: "\(count) transfers started")
@@ -96,10 +119,23 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
     public func loadData(
         _ request: DataRequest, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> any DataLoadingTask {
+        loadData(request, observer: DataTransferObserver(), completion: completion)
+    }
+
+    public func loadData(
+        _ request: DataRequest, observer: DataTransferObserver,
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) -> any DataLoadingTask {
         let url = request.url
         let transfer = Transfer(url: url, owner: self, completion: completion)
+        transfer.observer = observer
         let (runNow, ready) = lock.withLock { () -> (Bool, [XCTestExpectation]) in
             weakTransfers.append(WeakTransfer(transfer: transfer))
+            if var answers = scripts[url.path], !answers.isEmpty {
+                transfer.answer = answers.removeFirst()
+                scripts[url.path] = answers
+            }
+            starts.append(ProcessInfo.processInfo.systemUptime)
             started.append(url.path)
             requests.append(request)
             let ready = waiters.filter { $0.count <= started.count }.map(\.expectation)
@@ -112,17 +148,25 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
     }
 
     private func complete(_ transfer: Transfer) {
-        let taken = lock.withLock { () -> (AsyncImageError?, @Sendable (Result<DataResponse, AsyncImageError>) -> Void)? in
+        let taken = lock.withLock { () -> (Answer, @Sendable (Result<DataResponse, AsyncImageError>) -> Void)? in
             guard !transfer.done, let completion = transfer.completion else { return nil }
             transfer.done = true
             transfer.completion = nil
-            return (failures[transfer.url.path], completion)
+            let answer = transfer.answer ?? failures[transfer.url.path].map { .failure($0) } ?? .image
+            return (answer, completion)
         }
-        guard let (error, completion) = taken else { return }
-        let url = transfer.url
+        guard let (answer, completion) = taken else { return }
+        let (url, observer) = (transfer.url, transfer.observer)
         queue.async {
-            if let error { return completion(.failure(error)) }
-            completion(.success(Self.response(for: url)))
+            switch answer {
+            case .image:
+                completion(.success(Self.response(for: url)))
+            case .failure(let error):
+                completion(.failure(error))
+            case .failureAfterBody(let error):
+                observer.responseHead?(ResponseHead(statusCode: 200, headers: [:], finalURL: url))
+                completion(.failure(error))
+            }
         }
     }
 

@@ -19,9 +19,10 @@
     /// |---|---|---|---|
     /// | `_requests_total` | counter | `source` (`memory`, `disk`, `network`, or `none`), `outcome` (`success`, `failure`, `timeout`, `cancelled`) | every request, once, when it ends |
     /// | `_network_bytes_total` | counter | | body bytes received, once per transfer however many requests share it |
+    /// | `_retries_total` | counter | | transfers tried again (``LoaderEvent/Kind/retrying(attempt:delay:)``), once per retry however many requests share it |
     /// | `_queue_wait_seconds` | timer | | made until its transfer slot (or shared transfer) |
     /// | `_disk_read_seconds` | timer | `hit` (`true`, `false`) | the disk cache's lookup |
-    /// | `_transfer_seconds` | timer | | the network transfer (from the slot, or from a disk miss) |
+    /// | `_transfer_seconds` | timer | | the network transfer (from the slot, or from a disk miss), its retries and their waits included |
     /// | `_decode_seconds` | timer | | decoding, processing and storing, to the delivery |
     /// | `_request_seconds` | timer | `outcome` | made until it ended |
     ///
@@ -54,11 +55,14 @@
             /// The last transfer whose bytes were counted, by URL: its
             /// requests all report it at one time.
             var countedTransfers: [String: Double] = [:]
+            /// The last retry counted, by URL (the same way).
+            var countedRetries: [String: Double] = [:]
         }
 
         private let state = Locked(State())
         private let outcomes: [String: Counter]
         private let bytes: Counter
+        private let retries: Counter
         private let queueWait: Metrics.Timer
         private let diskRead: [Bool: Metrics.Timer]
         private let transfer: Metrics.Timer
@@ -79,6 +83,7 @@
             }
             self.outcomes = outcomes
             bytes = Counter(label: labelPrefix + "_network_bytes_total", factory: factory)
+            retries = Counter(label: labelPrefix + "_retries_total", factory: factory)
             queueWait = Metrics.Timer(label: labelPrefix + "_queue_wait_seconds", factory: factory)
             diskRead = [
                 true: Metrics.Timer(label: labelPrefix + "_disk_read_seconds", dimensions: [("hit", "true")], factory: factory),
@@ -133,6 +138,12 @@
                     }
                 case .transferFailed:
                     if let start = times.transferStart { recordings.append { self.transfer.recordSeconds(t - start) } }
+                case .retrying:
+                    let key = event.url.absoluteString
+                    if state.countedRetries[key] != t {
+                        state.countedRetries[key] = t
+                        recordings.append { self.retries.increment() }
+                    }
                 case .decoding:
                     times.decoding = t
                 case .delivered(let success):
@@ -168,7 +179,10 @@
                 if let (end, outcome) = times.ended, let start = times.start {
                     recordings.append { self.total[outcome]?.recordSeconds(end - start) }
                     state.requests[event.requestID] = nil
-                    if state.requests.isEmpty { state.countedTransfers.removeAll() }
+                    if state.requests.isEmpty {
+                        state.countedTransfers.removeAll()
+                        state.countedRetries.removeAll()
+                    }
                 } else {
                     state.requests[event.requestID] = times
                 }

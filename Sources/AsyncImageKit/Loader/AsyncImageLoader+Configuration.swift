@@ -31,6 +31,14 @@ extension AsyncImageLoader {
         /// (default nil: no limit). How it combines with ``loadingTimeout``:
         /// ``ImageRequest/timeout``.
         public var requestTimeout: Duration?
+        /// How transfers that fail for a passing reason (a connection
+        /// refused or reset before any reply, `502`, `503`, `504`, `429`, a
+        /// timeout before the body) are tried again, for requests that set
+        /// no ``ImageRequest/retryPolicy`` of their own (default
+        /// ``RetryPolicy/standard``: twice, after about 250 ms and 500 ms;
+        /// ``RetryPolicy/disabled``: never). The rule and the guarantees:
+        /// ``RetryPolicy``.
+        public var retryPolicy: RetryPolicy = .standard
         /// Where notifications are posted and actions run (default: the main
         /// queue). A program that never runs the main queue should pass a
         /// serial queue of its own. The async API never waits for it.

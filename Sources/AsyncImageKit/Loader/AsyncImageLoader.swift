@@ -73,6 +73,12 @@ import Logging
 ///   ``AsyncImageError/timedOut(_:seconds:stage:)`` when it passes, in
 ///   whichever stage it is; ``loadingTimeout`` bounds each transfer on its
 ///   own. Whichever passes first ends the request.
+/// - **Retries.** A transfer that fails for a passing reason (a connection
+///   refused or reset before any reply, `429`, `502`, `503`, `504`, a
+///   timeout before the body) is tried again after a short, growing wait
+///   (``Configuration/retryPolicy``, ``ImageRequest/retryPolicy``), never
+///   past a request's deadline; each try is an event and a log line (the
+///   rule: ``RetryPolicy``).
 /// - **Cache hits never wait** in the queue; made on the delivery queue,
 ///   they are delivered before `loadImage` returns. Failures are never cached.
 ///
@@ -215,6 +221,15 @@ extension AsyncImageLoader {
     public var requestTimeout: Duration? {
         get { state.withLock { $0.requestTimeout } }
         set { state.withLock { $0.requestTimeout = newValue } }
+    }
+
+    /// How failed transfers are tried again, for requests without a
+    /// ``ImageRequest/retryPolicy`` of their own (see
+    /// ``Configuration/retryPolicy`` and ``RetryPolicy``). Affects requests
+    /// made later.
+    public var retryPolicy: RetryPolicy {
+        get { state.withLock { $0.retryPolicy } }
+        set { state.withLock { $0.retryPolicy = newValue } }
     }
 
     /// Where notifications are posted and actions run (default: the main queue).

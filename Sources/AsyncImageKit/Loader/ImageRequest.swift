@@ -5,7 +5,7 @@ import Logging
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
 /// Requests are equal when their URL, options, processors (by identifier),
-/// key, priority, headers, policies, cache class and timeout are.
+/// key, priority, headers, policies, cache class, timeout and retry policy are.
 public struct ImageRequest: Sendable, Hashable {
     /// The image's URL (`http`, `https` or `file`).
     public let url: URL
@@ -97,6 +97,15 @@ public struct ImageRequest: Sendable, Hashable {
     /// }
     /// ```
     public var timeout: Duration?
+    /// How its transfer is tried again when it fails for a passing reason
+    /// (see ``RetryPolicy`` for which failures, and the guarantees). nil
+    /// (the default) follows the loader's
+    /// ``AsyncImageLoader/Configuration/retryPolicy``; a value here
+    /// replaces it (``RetryPolicy/disabled``: never). Requests for one URL
+    /// share a transfer only when their policies (their own, or the
+    /// loader's when they were made) are equal. A retry never waits past
+    /// the request's ``timeout``: it fails at once with the failure instead.
+    public var retryPolicy: RetryPolicy?
 
     /// A request for `url`, decoded at full size or downsampled for display.
     ///
@@ -172,6 +181,7 @@ extension ImageRequest {
             && lhs.priority == rhs.priority && lhs.headers == rhs.headers && lhs.cachePolicy == rhs.cachePolicy
             && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
             && lhs.wantsPreviews == rhs.wantsPreviews && lhs.cacheClass == rhs.cacheClass && lhs.timeout == rhs.timeout
+            && lhs.retryPolicy == rhs.retryPolicy
     }
 
     /// Hashes the URL and the cache key (which names the processors).

@@ -22,6 +22,15 @@ public struct LoaderEvent: Sendable {
         /// Its transfer failed (its slot is free from here); ``delivered(success:)``
         /// with `false` follows.
         case transferFailed
+        /// Its transfer failed for a passing reason and is tried again
+        /// (see ``RetryPolicy``): `attempt` is the retry's number (1 for the
+        /// first retry, the transfer's second try), after a wait of `delay`
+        /// seconds, during which the transfer keeps its slot. The failure
+        /// is in ``LoaderEvent/error``. Reported for every request waiting
+        /// for the retry (a request that joins during the wait sees only
+        /// ``loading``); then ``transferred(bytes:)``, another
+        /// ``retrying(attempt:delay:)``, or ``transferFailed``.
+        case retrying(attempt: Int, delay: Double)
         /// Its body is being decoded.
         case decoding
         /// Its outcome was delivered (notification and action).
@@ -48,7 +57,8 @@ public struct LoaderEvent: Sendable {
     /// Where the image came from, for a successful ``Kind/delivered(success:)``
     /// (nil for every other event).
     public internal(set) var source: ImageResponse.Source? = nil
-    /// Why it failed, for an unsuccessful ``Kind/delivered(success:)`` (nil
-    /// for every other event).
+    /// Why it failed, for an unsuccessful ``Kind/delivered(success:)``; the
+    /// failure that is tried again, for ``Kind/retrying(attempt:delay:)``
+    /// (nil for every other event).
     public internal(set) var error: AsyncImageError? = nil
 }

@@ -424,10 +424,14 @@ final class FaultInjectionTests: XCTestCase {
 
     /// A loader with one transfer slot (a slot never freed would stall the
     /// next request), no cache, and deliveries on the test's queue.
+    /// Retries off: each case measures what one transfer makes of its
+    /// fault (the transient ones are tried again by default: RetryScheduleTests).
     private func makeLoader(timeout: Double, transport: TransportConfiguration = TransportConfiguration()) -> AsyncImageLoader {
-        AsyncImageLoader(
+        let loader = AsyncImageLoader(
             cache: nil, concurrentLoads: 1, loadingTimeout: timeout, deliveryQueue: queue,
             notificationCenter: NotificationCenter(), transport: transport)
+        loader.retryPolicy = .disabled
+        return loader
     }
 
     /// What one load ended in, and how long after it was asked for.

@@ -134,7 +134,8 @@ final class AsyncAndDeliveryTests: XCTestCase {
     }
 
     func testTransportFailuresAndCancelledTransfersAreLogged() {
-        let h = FakeHarness()
+        // Without retries (a 503 is retried, and logged so: RetryTests).
+        let h = FakeHarness { $0.retryPolicy = .disabled }
         let logged = LogRecorder(level: .debug)
         h.loader.logger = logged.logger
         h.transport.fail(h.url(1), with: .httpStatus(h.url(1), code: 503))

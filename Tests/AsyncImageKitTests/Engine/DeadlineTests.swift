@@ -120,7 +120,8 @@ final class DeadlineTests: XCTestCase {
     /// The transport's own timeout names the transfer stage too, and fails
     /// every request that shares it.
     func testTheTransportsTimeoutIsStageTransferForEveryRequest() {
-        let h = FakeHarness(concurrentLoads: 1)
+        // Without retries (a timeout before the body is retried: RetryTests).
+        let h = FakeHarness(concurrentLoads: 1) { $0.retryPolicy = .disabled }
         let outcomes = Outcomes()
         h.transport.fail(h.url(1), with: .timedOut(h.url(1), seconds: 60, stage: .transfer))
         outcomes.load("a", h, 1)

@@ -77,16 +77,21 @@ extension AsyncImageLoader {
         if let store = transfer.writeDisk?.store {
             keep = { [weak self] received in self?.keep(received, resuming: partial, in: store, transfer.job) }
         }
-        startTransfer(transfer, request, resumes: partial != nil, keep: keep) { [weak self] result, requestTime, responseTime in
-            self?.answered(transfer, stale: stale, partial: partial, result, requestTime: requestTime, responseTime: responseTime)
+        startTransfer(transfer, request, resumes: partial != nil, keep: keep) {
+            [weak self] result, requestTime, responseTime, attempt in
+            self?.answered(
+                transfer, stale: stale, partial: partial, result, attempt, requestTime: requestTime,
+                responseTime: responseTime)
         }
     }
 
     /// Up from the network: its answer read against what is stored, then
-    /// on to the transfer stage.
+    /// on to the transfer stage, unless a transient failure is tried again
+    /// (the same request: validators and `Range` included).
     private func answered(
         _ transfer: TransferContext, stale: StoredResponse?, partial: StoredPartial?,
-        _ result: Result<DataResponse, AsyncImageError>, requestTime: Double, responseTime: Double
+        _ result: Result<DataResponse, AsyncImageError>, _ attempt: TransferAttempt, requestTime: Double,
+        responseTime: Double
     ) {
         let (job, handle) = (transfer.job, transfer.handle)
         StageWalk.note(.httpCache, .up, job.url)
@@ -133,7 +138,8 @@ extension AsyncImageLoader {
                 stored: refreshed)
         }
         // The server could not be reached to revalidate: the stale
-        // response, marked stale, where the rules allow it.
+        // response, marked stale, where the rules allow it. Before any
+        // retry: an image now rather than, perhaps, a fresher one later.
         if let stale, case .failure(let error) = result,
             transfer.rules.servesStale(
                 stale, after: error, policy: transfer.policy, requestHeaders: transfer.request.headers, now: responseTime)
@@ -143,6 +149,13 @@ extension AsyncImageLoader {
             return transferFinished(
                 job, handle, .success(stale.response(for: job.url, policy: transfer.policy)), stored: stale,
                 stale: .servedOnError)
+        }
+        if case .failure(let error) = result,
+            retry(transfer, after: error, attempt, responseTime: responseTime, again: { [weak self] next in
+                self?.fetch(next, stale: stale, partial: partial)
+            })
+        {
+            return
         }
         transferFinished(job, handle, result)
     }

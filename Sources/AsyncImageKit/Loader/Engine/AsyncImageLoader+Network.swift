@@ -23,6 +23,18 @@ struct TransferContext: Sendable {
     let watchesDC: Bool
 }
 
+/// What the network stage saw of one try of a transfer, beyond its
+/// result: what decides whether a failure may be retried (see ``RetryPolicy``).
+struct TransferAttempt: Sendable {
+    /// Body bytes arrived (the transport showed the response's head, or
+    /// kept a partial body): a failure now is resumed, not retried. A
+    /// transport that reports neither never sets it.
+    var bodyArrived = false
+    /// The request as sent may be repeated (no method-override header
+    /// naming a method that is not idempotent).
+    var isIdempotent = true
+}
+
 /// The network stage: one transfer of `request` (the HTTP cache stage has
 /// added its validators or `Range`), through the user's request modifier and
 /// the URL policy, to the transport; the body watched as it arrives (the
@@ -33,11 +45,13 @@ extension AsyncImageLoader {
     /// `resumes`: the request asks for the rest of a kept part (its bytes
     /// do not start at the file's start). `keep`: told what a transfer cut
     /// off mid-body received. `answered`: the transport's result, with when
-    /// it was asked for and when it came.
+    /// it was asked for and when it came, and what was seen of the try.
     func startTransfer(
         _ transfer: TransferContext, _ prepared: DataRequest, resumes: Bool,
         keep: (@Sendable (PartialBody) -> Void)?,
-        answered: @escaping @Sendable (Result<DataResponse, AsyncImageError>, _ requestTime: Double, _ responseTime: Double) -> Void
+        answered: @escaping @Sendable (
+            Result<DataResponse, AsyncImageError>, _ requestTime: Double, _ responseTime: Double, TransferAttempt
+        ) -> Void
     ) {
         let (job, handle) = (transfer.job, transfer.handle)
         // From here until the task is attached, a cancel waits for it (see `TransferHandle`).
@@ -51,8 +65,10 @@ extension AsyncImageLoader {
         if let reason = request.policy.refusal(for: request.url) {
             _ = handle.attach(RefusedTask())
             let now = Date().timeIntervalSince1970
-            return answered(.failure(.refused(request.url, reason: reason)), now, now)
+            return answered(.failure(.refused(request.url, reason: reason)), now, now, TransferAttempt())
         }
+        // Read after the modifier: it may have added a method override.
+        let isIdempotent = TransientFailure.isIdempotent(request)
         var observer = DataTransferObserver()
         // The header probe: the file's properties (its size above all) from
         // the body's first bytes (`ImageFileProperties(prefix:)`: a JPEG's
@@ -81,9 +97,16 @@ extension AsyncImageLoader {
         }
         let watcher: PreviewWatcher? =
             onPreview == nil && onDC == nil ? nil : PreviewWatcher(preview: onPreview, dcComplete: onDC)
+        // Whether body bytes arrived, for the retry rule: the head is
+        // reported with the first of them (transport thread; a lock for Sendable).
+        let bodyArrived = Locked(false)
         if watcher != nil {
             observer.progress = { _, total in expected.withLock { $0 = total } }
-            observer.responseHead = { received in head.withLock { $0 = received } }
+        }
+        let watchesHead = watcher != nil
+        observer.responseHead = { received in
+            bodyArrived.withLock { $0 = true }
+            if watchesHead { head.withLock { $0 = received } }
         }
         let probed = Locked(false)  // transport thread only; a lock for Sendable
         observer.bodyStartLimit = watcher == nil ? DataTransferObserver().bodyStartLimit : Int.max
@@ -109,12 +132,21 @@ extension AsyncImageLoader {
                 return wantsMore
             }
         }
-        observer.partial = keep
+        // A partial body comes before the completion (``DataTransferObserver``):
+        // a transport that keeps one without showing the head still counts.
+        // (Only when it is kept: a partial handler makes the transport build one.)
+        if let keep {
+            observer.partial = { received in
+                bodyArrived.withLock { $0 = true }
+                keep(received)
+            }
+        }
         let requestTime = Date().timeIntervalSince1970
         let task = dataLoader.loadData(request, observer: observer) { result in
             handle.finished()  // before anything else: the handle must not keep this task (see there)
             StageWalk.note(.network, .up, job.url)
-            answered(result, requestTime, Date().timeIntervalSince1970)
+            let attempt = TransferAttempt(bodyArrived: bodyArrived.withLock { $0 }, isIdempotent: isIdempotent)
+            answered(result, requestTime, Date().timeIntervalSince1970, attempt)
         }
         // Cancelled while starting, and the task will never complete:
         // the slot is freed as for a transfer nobody needs any more.

@@ -101,6 +101,8 @@ extension AsyncImageLoader {
             scheduleDelivery(record, .failure(error), cache: nil, &state, &effects)
             return
         }
+        // Before it looks for a job: the policy is part of the job's key.
+        record.retryPolicy = record.request.retryPolicy ?? state.retryPolicy
         let job = state.jobs.job(for: record)
         job.join(record, storage: record.request.diskStorage ?? state.diskStorage)
         armDeadline(record, &state)

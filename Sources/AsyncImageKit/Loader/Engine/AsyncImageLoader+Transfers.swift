@@ -114,7 +114,8 @@ extension AsyncImageLoader {
             case .failure(let error):
                 self.report(.transferFailed, job.orderedRequests, &state, &effects)
                 let (logger, metadata) = (state.logger, job.logMetadata)
-                effects.append { logger.info("transfer failed: \(error)", metadata: metadata) }
+                let after = job.retries == 0 ? "" : " after \(job.retries) \(job.retries == 1 ? "retry" : "retries")"
+                effects.append { logger.info("transfer failed\(after): \(error)", metadata: metadata) }
                 self.finish(job, &state, &effects)
                 self.deliverAll(job, .failure(error), &state, &effects)
             }
@@ -132,6 +133,12 @@ extension AsyncImageLoader {
         }
         let phase = job.phase
         effects.append { withExtendedLifetime(phase) {} }
+        // A wait for a retry nobody needs any more: its timer (whose handler
+        // holds the transfer, and so the job) goes now, not when it would fire.
+        if let timer = job.retryTimer {
+            job.retryTimer = nil
+            effects.append { timer.cancel() }
+        }
         effects.keep.park(job)
         job.phase = .finished
         state.jobs.forget(job)

@@ -57,6 +57,7 @@ final class LoadJob: @unchecked Sendable {
         self.key = usesStoredImages ? record.jobKey : Self.bodyJobKey(record.jobKey)
         self.diskKey = record.diskKey
         self.policy = record.request.cachePolicy.intersection(Self.transferPolicy)
+        self.retryPolicy = record.retryPolicy
         self.disk = DiskPart(usesStoredImages: usesStoredImages)
     }
 
@@ -73,6 +74,14 @@ final class LoadJob: @unchecked Sendable {
     let diskKey: String
     /// Its requests' policy (its transfer part).
     let policy: ImageCachePolicy
+    /// How its transfer is tried again (every request's: part of the key).
+    let retryPolicy: RetryPolicy
+    /// The retries made so far.
+    var retries = 0
+    /// Fires when the wait before its next try is over (nil when none is
+    /// waited for); cancelled when the job finishes, so a wait nobody
+    /// needs any more holds nothing.
+    var retryTimer: DispatchSourceTimer?
     /// What its transfer brought: the response's head, and when (the
     /// transfer stage's, read by the stores and delivery on the way up).
     var response = ReceivedResponse()
@@ -113,6 +122,8 @@ final class LoadJob: @unchecked Sendable {
         requests = RequestSet()
         caches = [:]
         phase = .finished
+        retryTimer?.cancel()
+        retryTimer = nil
     }
 
     /// Whether it can serve `record`: it has (or may yet get) a body, or a

@@ -46,6 +46,12 @@ final class LoadRequest: @unchecked Sendable {
     /// Fires when its time limit passes (``ImageRequest/timeout``); nil
     /// without one. Cancelled when the request ends (see ``RequestDeadline``).
     var deadline: DispatchSourceTimer?
+    /// When that limit passes (nil: no limit): a retry that would start
+    /// later is not waited for (see ``RetryPolicy``).
+    var deadlineTime: DispatchTime?
+    /// How its transfer is tried again: its own policy, else the loader's
+    /// when it was made (set as it is admitted, before it joins a job).
+    var retryPolicy: RetryPolicy
     /// The job loading it; nil once its outcome is scheduled for delivery.
     var job: LoadJob?
     /// Its unit in the transfer queue (its target and action's lane, or its own).
@@ -97,6 +103,7 @@ final class LoadRequest: @unchecked Sendable {
         self.encoding = encoding
         self.request = request
         self.priority = request.priority
+        self.retryPolicy = request.retryPolicy ?? .standard
         self.target = target.map(WeakTarget.init)
         self.success = success
         self.failure = failure
@@ -113,11 +120,14 @@ final class LoadRequest: @unchecked Sendable {
     /// The image's identity: its URL, or the request's own key.
     var identityKey: String { request.cacheKey.url }
 
-    /// The key of the transfer it may share: its URL and its headers.
+    /// The key of the transfer it may share: its URL, its headers, its
+    /// cache policy's transfer part, and its retry policy (one transfer
+    /// retries for all its requests, so they must agree on how).
     var jobKey: String {
         let policy = request.cachePolicy.intersection(LoadJob.transferPolicy)
-        guard !policy.isEmpty || !request.headers.isEmpty else { return identityKey }
-        return identityKey + "\n" + String(policy.rawValue) + LoadRequest.encode(request.headers)
+        let retries = retryPolicy == .standard ? "" : "\n#retry " + retryPolicy.keyPart
+        guard !policy.isEmpty || !request.headers.isEmpty || !retries.isEmpty else { return identityKey }
+        return identityKey + "\n" + String(policy.rawValue) + LoadRequest.encode(request.headers) + retries
     }
 
     /// The key of its response in the disk cache (see ``diskKey(for:)``).

@@ -10,6 +10,12 @@ struct LoaderState {
     var loadingTimeout: Double
     /// The deadline of requests without a timeout of their own (see `RequestDeadline`).
     var requestTimeout: Duration?
+    /// How failed transfers of requests without a policy of their own are
+    /// tried again (see ``RetryPolicy``).
+    var retryPolicy: RetryPolicy
+    /// The `0..<1` number each retry's jitter is drawn from (tests replace
+    /// it to predict the schedule).
+    var retryRandom: @Sendable () -> Double = { Double.random(in: 0..<1) }
     var deliveryQueue: DispatchQueue
     var notificationCenter: NotificationCenter?
     var eventMonitor: (@Sendable (LoaderEvent) -> Void)?
@@ -51,6 +57,7 @@ struct LoaderState {
         decodes = DecodeScheduler(order: configuration.queueOrder)
         loadingTimeout = configuration.loadingTimeout
         requestTimeout = configuration.requestTimeout
+        retryPolicy = configuration.retryPolicy
         deliveryQueue = configuration.deliveryQueue
         notificationCenter = configuration.notificationCenter
         logger = configuration.logger

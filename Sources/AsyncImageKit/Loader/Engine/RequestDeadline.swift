@@ -56,6 +56,7 @@ extension AsyncImageLoader {
         }
         timer.resume()
         record.deadline = timer
+        record.deadlineTime = deadline
     }
 
     /// Under the lock, as `record` ends (delivered or cancelled): its timer
@@ -63,6 +64,7 @@ extension AsyncImageLoader {
     func disarmDeadline(_ record: LoadRequest, _ effects: inout Effects) {
         guard let timer = record.deadline else { return }
         record.deadline = nil
+        record.deadlineTime = nil
         effects.append { timer.cancel() }
     }
 

@@ -5,8 +5,8 @@ import Foundation
 /// after the loader's lock is released, so a cancel can come before the
 /// transport's task exists.
 ///
-/// - Before the transfer starts (`idle`, a disk lookup may be running): a
-///   cancel is final: the transport is never called, and the loader frees
+/// - Before the transfer starts (`idle`, a disk lookup may be running, or
+///   a retry's wait: each try has a handle of its own): a cancel is final: the transport is never called, and the loader frees
 ///   the slot at once.
 /// - While it starts (`starting`: the modifier and `loadData` run): a cancel
 ///   is remembered and answers false (the loader keeps the slot); the task
