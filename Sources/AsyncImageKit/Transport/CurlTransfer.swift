@@ -121,6 +121,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Creates and configures the easy handle; on failure delivers an error and returns nil.
     func makeHandle(share: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+        if let failure = proxyFailure {
+            deliver(.failure(failure))
+            return nil
+        }
         guard let easy = curl_easy_init() else {
             deliver(.failure(.transport(url, code: Int(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_easy_init failed")))
             return nil
@@ -151,6 +155,7 @@ final class CurlTransfer: @unchecked Sendable {
             set(aiv_curl_easy_setopt_string(easy, CURLOPT_CAINFO, authorities.path))
             set(aiv_curl_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
         }
+        if !setProxyOptions(easy) { ok = false }
         let http2 = configuration.allowsHTTP2
         set(aiv_curl_easy_setopt_long(
             easy, CURLOPT_HTTP_VERSION, http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1))
@@ -502,10 +507,13 @@ final class CurlTransfer: @unchecked Sendable {
                 connection = DataResponse.Connection(localPort: localPort, newConnections: connects)
             }
         }
-        let message = errorMessage(code)
+        let message = mentioningProxy(errorMessage(code), hop: finalURL)
         switch code {
         case _ where refusal != nil && code != CURLE_OK:
             return .failure(.refused(url, reason: refusal ?? message))
+        case _ where code != CURLE_OK && !(200..<300).contains(tunnelStatus) && tunnelStatus != 0:
+            let refused = "the proxy refused the tunnel: CONNECT answered \(tunnelStatus)"
+            return .failure(.transport(url, code: Int(code.rawValue), message: mentioningProxy(refused, hop: finalURL)))
         case CURLE_WRITE_ERROR where headersTooLarge:
             return .failure(.headersTooLarge(url, limit: configuration.maxHeaderSize))
         case CURLE_OK:
@@ -599,8 +607,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Why the policy refuses the request about to be made (the first, or
     /// a redirect hop once libcurl follows it): its URL, or then the
-    /// address it connects to (nil: not an IPv4 or IPv6 address). Nil when allowed.
-    private func refusal(connectingTo address: IPAddress?) -> String? {
+    /// address it connects to (nil: not an IPv4 or IPv6 address) at `port`,
+    /// unless that is the configured proxy's. Nil when allowed.
+    private func refusal(connectingTo address: IPAddress?, port: Int) -> String? {
         let policy = configuration.urlPolicy
         var hop = url
         var text: UnsafeMutablePointer<CChar>?
@@ -610,7 +619,7 @@ final class CurlTransfer: @unchecked Sendable {
             hop = effective
         }
         var reason = policy.refusal(for: hop)
-        if reason == nil, policy.checksAddresses {
+        if reason == nil, policy.checksAddresses, !configuration.proxy.isProxy(address, port: port, for: hop) {
             reason = address.map(policy.refusal(for:)) ?? "an address that is neither IPv4 nor IPv6"
         }
         guard let reason else { return nil }
@@ -622,6 +631,7 @@ final class CurlTransfer: @unchecked Sendable {
     func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
         var resolved: IPAddress?
+        var port = 0
         let raw = UnsafeRawPointer(aiv_curl_sockaddr_address(address))
         let length = Int(address.pointee.addrlen)
         if let raw, family == AF_INET, length >= MemoryLayout<sockaddr_in>.size {
@@ -631,7 +641,12 @@ final class CurlTransfer: @unchecked Sendable {
             let offset = MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!
             resolved = IPAddress(bytes: Array(UnsafeRawBufferPointer(start: raw + offset, count: 16)))
         }
-        if let reason = refusal(connectingTo: resolved) {
+        if let raw, resolved != nil {
+            // Where both families keep it (`sin_port`, `sin6_port`), in network order.
+            let offset = MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!
+            port = Int(UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+        }
+        if let reason = refusal(connectingTo: resolved, port: port) {
             refusal = reason
             return CURL_SOCKET_BAD
         }
@@ -643,17 +658,17 @@ final class CurlTransfer: @unchecked Sendable {
         return fd
     }
 
-    /// libcurl is about to send a request on a connection to `address`
+    /// libcurl is about to send a request on a connection to `address`:`port`
     /// (new or reused): whether the policy lets it, and the transfer was
     /// not cancelled while it set the connection up.
-    func prerequest(_ address: String) -> Bool {
+    func prerequest(_ address: String, port: Int) -> Bool {
         sentRequest = true
         if openedConnection, let easy, let loop {
             let alpn = aiv_curl_alpn_is_h2(easy)
             if alpn >= 0 { loop.noteMultiplexing(origin, alpn == 1) }
         }
         if isAbandoned { return false }
-        if let reason = refusal(connectingTo: IPAddress(address)) {
+        if let reason = refusal(connectingTo: IPAddress(address), port: port) {
             refusal = reason
             return false
         }
@@ -682,10 +697,11 @@ private let curlOpenSocket: curl_opensocket_callback = { clientp, _, address in
 }
 
 /// libcurl's pre-request callback: the transfer in `clientp` lets the request go, or aborts it.
-private let curlPrerequest: curl_prereq_callback = { clientp, primaryIP, _, _, _ in
+private let curlPrerequest: curl_prereq_callback = { clientp, primaryIP, _, primaryPort, _ in
     guard let clientp, let primaryIP else { return CURL_PREREQFUNC_ABORT }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(clientp).takeUnretainedValue()
-    return transfer.prerequest(String(cString: primaryIP)) ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+    let allowed = transfer.prerequest(String(cString: primaryIP), port: Int(primaryPort))
+    return allowed ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 /// libcurl's header callback: one header line at a time, to its transfer.

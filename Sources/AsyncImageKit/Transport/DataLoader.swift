@@ -24,6 +24,8 @@ import Foundation
 /// the URL of the first request and of every redirect hop, and the address
 /// of every connection before it is opened or reused (see ``URLPolicy``);
 /// redirects never lead to `file` or any scheme but `http` and `https`.
+/// Transfers go through the proxy the environment names, none, or one of
+/// their own (``TransportConfiguration/proxy``).
 ///
 /// ```swift
 /// let loader = DataLoader(configuration: .init(timeout: 10))

@@ -76,6 +76,12 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// says which version served each response. `false` keeps to HTTP/1.1.
     /// `http` URLs always use HTTP/1.1.
     public var allowsHTTP2: Bool
+    /// How transfers reach servers (default ``ProxyConfiguration/environment``:
+    /// the `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` variables,
+    /// as libcurl reads them): ``ProxyConfiguration/direct``, or one proxy
+    /// (``ProxyConfiguration/server(_:credentials:bypass:certificateAuthorities:)``).
+    /// How ``urlPolicy`` applies through a proxy: see ``URLPolicy``.
+    public var proxy: ProxyConfiguration
 
     /// The most connections open at once to one host (scheme, name and
     /// port), as browsers keep to: default 6
@@ -103,8 +109,10 @@ public struct TransportConfiguration: Sendable, Hashable {
         acceptsEncodedBodies: Bool = true, userAgent: String = "AsyncImageKit/0.1 (Linux; libcurl)",
         headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept],
         certificateAuthorities: URL? = nil, allowsHTTP2: Bool = true, maxHeaderSize: Int = 65_536,
-        urlPolicy: URLPolicy = .unrestricted, maxConnectionsPerHost: Int = TransportConfiguration.defaultMaxConnectionsPerHost
+        urlPolicy: URLPolicy = .unrestricted, proxy: ProxyConfiguration = .environment,
+        maxConnectionsPerHost: Int = TransportConfiguration.defaultMaxConnectionsPerHost
     ) {
+        self.proxy = proxy
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.maxHeaderSize = maxHeaderSize
         self.urlPolicy = urlPolicy

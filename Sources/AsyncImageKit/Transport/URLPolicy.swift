@@ -24,9 +24,31 @@ import Foundation
 ///   redirect hop, and the address of a kept-alive connection about to be
 ///   reused. A host name that resolves to an internal address (DNS
 ///   rebinding included) is refused at the address it resolved to; nothing
-///   is connected to, and no request is sent. Through a proxy (libcurl
-///   honours `http_proxy` and `https_proxy`), the address seen is the
-///   proxy's: the proxy resolves the host, and only the URL checks apply to it.
+///   is connected to, and no request is sent.
+///
+/// Through a proxy (``TransportConfiguration/proxy``), the connection opened
+/// is the proxy's, and the proxy, not this process, connects to the origin:
+///
+/// - **A proxy set with** ``ProxyConfiguration/server(_:credentials:bypass:certificateAuthorities:)``
+///   is trusted: a connection to its address and port is not held to the
+///   address rule (a proxy tier usually sits on a private network or on
+///   loopback, which ``publicOnly`` refuses), because whoever configured the
+///   loader chose it. Every URL check still applies, before each request is
+///   sent to the proxy, the first and every redirect hop: a literal address
+///   (`http://10.0.0.5/`) is refused whether or not a proxy would carry it.
+/// - **A host name is resolved out of the policy's sight**: by the proxy
+///   (`http`, `https`, `socks5h` and `socks4a` proxies), or by libcurl for a
+///   `socks5` proxy, which offers no hook there. So the address rule cannot
+///   refuse a name that resolves to an internal address: have the proxy
+///   refuse internal destinations itself (Squid: `acl internal dst
+///   10.0.0.0/8 ...` and `http_access deny internal`).
+/// - **A host of the bypass list** (``ProxyConfiguration/bypass``) is
+///   connected to directly, and checked as without a proxy.
+/// - **A proxy from the environment** (``ProxyConfiguration/environment``:
+///   `http_proxy`, `https_proxy`, `all_proxy`) is not trusted: its address
+///   is checked like any connection's, so under ``publicOnly`` an
+///   environment proxy on an internal address refuses every transfer. Set it
+///   with ``ProxyConfiguration/server(_:credentials:bypass:certificateAuthorities:)`` instead.
 ///
 /// A refusal ends the request with ``AsyncImageError/refused(_:reason:)``.
 /// The address checks are made by ``DataLoader``; another ``DataLoading``

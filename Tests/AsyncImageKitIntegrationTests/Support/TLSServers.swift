@@ -8,13 +8,14 @@ import XCTest
 /// Real TLS servers from Debian's packages, started and stopped by the tests
 /// on 127.0.0.1 only: `nghttpd` (HTTP/2, package nghttp2-server) and
 /// `openssl s_server` (HTTP/1.1, package openssl), with certificates made at
-/// test time by the `openssl` command.
+/// test time by the `openssl` command; and Squid (package squid), the
+/// caching forward proxy of the proxy tests (see ``SquidProxy``).
 ///
 /// Under CI (`CI=true`) a missing program fails the test; elsewhere the test
-/// is skipped with a message (`./quickstart test` installs both).
+/// is skipped with a message (`./quickstart test` installs them all).
 enum ExternalTool {
     /// The Debian package of each program.
-    static let packages = ["nghttpd": "nghttp2-server", "openssl": "openssl"]
+    static let packages = ["nghttpd": "nghttp2-server", "openssl": "openssl", "squid": "squid"]
 
     /// The program's path (`nghttpd` lives in /usr/sbin, which a user's
     /// PATH may lack), or a failure (CI) / skip (elsewhere).
@@ -30,7 +31,7 @@ enum ExternalTool {
             XCTFail(message)
             throw XCTSkip("failed: \(message)")
         }
-        throw XCTSkip(message + "; TLS tests skipped")
+        throw XCTSkip(message + "; the tests that need it are skipped")
     }
 
     /// Runs `name` with `arguments` in `folder` and waits for it; throws with
@@ -116,7 +117,7 @@ struct TestCertificates {
 /// A server program running on a free port of 127.0.0.1 until ``stop()``.
 final class ServerProcess: @unchecked Sendable {
     let port: Int
-    private let process: Process
+    let process: Process
     private let log: URL
 
     /// Starts `name` with the arguments `arguments(port)` in `folder`, on a
@@ -192,7 +193,7 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Polls TCP connects to 127.0.0.1:`port` until one succeeds (true), the
     /// process exits, or 15 seconds pass (false).
-    private static func waitUntilListening(_ port: Int, _ process: Process) -> Bool {
+    static func waitUntilListening(_ port: Int, _ process: Process) -> Bool {
         let deadline = Date().addingTimeInterval(15)
         while process.isRunning, Date() < deadline {
             if canConnect(port) { return process.isRunning }
