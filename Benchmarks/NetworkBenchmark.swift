@@ -123,14 +123,19 @@ struct NetGallery {
 }
 
 /// One link setting over one protocol: every contestant's runs.
-struct NetSettingResult {
+struct NetSettingResult: Codable {
     var protocolName: String
-    var link: LinkEmulator.Settings
+    var roundTrip: Double
+    var bitsPerSecond: Double
+    var link: LinkEmulator.Settings { LinkEmulator.Settings(roundTrip: roundTrip, bitsPerSecond: bitsPerSecond) }
     var limit: Double
+    /// The scroll's final screen's limit: warm connections, so one round
+    /// trip + its 32 files over the rate + the slowest decode (nil: no scroll run).
+    var scrollLimit: Double?
     var runs: [String: [NetRunOutcome]] = [:]  // "cold ours", "scroll peer", "cold curl"
 }
 
-struct NetRunOutcome {
+struct NetRunOutcome: Codable {
     var result: NetRunResult
     var connections: Int
     var peakConnections = 0
@@ -170,7 +175,7 @@ func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
                 // One round trip for all 32 requests over HTTP/2; ceil(32 / 6) over six HTTP/1.1 connections.
                 let requestRoundTrips = protocolName == "h2" ? 1.0 : (32.0 / 6).rounded(.up)
                 let limit = 2 * rtt + requestRoundTrips * rtt + Double(gallery.coldBytes * 8) / rate + gallery.slowestDecode
-                var setting = NetSettingResult(protocolName: protocolName, link: link, limit: limit)
+                var setting = NetSettingResult(protocolName: protocolName, roundTrip: rtt, bitsPerSecond: rate, limit: limit)
                 print("\n\(protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"), \(link): limit \(ms(limit))")
                 for run in 0..<options.runs {
                     for workload in options.workloads {
@@ -186,6 +191,10 @@ func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
                                 spec.loads = client == "ours" ? options.loads : nil
                                 spec.perHost = client == "ours" ? options.perHost : nil
                                 let result = try runNetChild(spec)
+                                if workload == "scroll", setting.scrollLimit == nil, !result.finalItems.isEmpty {
+                                    let bytes = result.finalItems.reduce(0) { $0 + gallery.sizes["/thumb/\($1).jpg"]! + gallery.sizes["/full/\($1).jpg"]! }
+                                    setting.scrollLimit = rtt + Double(bytes * 8) / rate + gallery.slowestDecode
+                                }
                                 let useful = result.completedURLs.compactMap { URL(string: $0).flatMap { gallery.sizes[$0.path] } }.reduce(0, +)
                                 outcome = NetRunOutcome(result: result, connections: 0, bytesDown: 0, extraBytes: -useful)
                             }
@@ -212,10 +221,40 @@ func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
             }
         }
     }
-    let report = netReport(results, gallery: gallery, options: options)
-    try report.write(to: options.output.appendingPathComponent("net.md"), atomically: true, encoding: .utf8)
+    let saved = NetSavedRun(
+        results: results, coldBytes: gallery.coldBytes, slowestDecode: gallery.slowestDecode, runs: options.runs,
+        items: options.items, rowsPerSecond: options.rowsPerSecond, workloads: options.workloads)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(saved).write(to: options.output.appendingPathComponent("net-results.json"))
+    try writeNetReport(saved, into: options.output)
+}
+
+/// What a `net` run measured, kept as JSON so that its tables and charts
+/// can be made again (`net-report DIR`).
+struct NetSavedRun: Codable {
+    var results: [NetSettingResult]
+    var coldBytes: Int
+    var slowestDecode: Double
+    var runs: Int
+    var items: Int
+    var rowsPerSecond: Double
+    var workloads: [String]
+}
+
+/// The tables (net.md, printed) and the charts of a run, in `folder`.
+func writeNetReport(_ saved: NetSavedRun, into folder: URL) throws {
+    let report = netReport(saved)
+    try report.write(to: folder.appendingPathComponent("net.md"), atomically: true, encoding: .utf8)
     print("\n" + report)
-    try netCharts(results, into: options.output)
+    try netCharts(saved.results, into: folder)
+}
+
+/// `net-report DIR`: the tables and charts again from DIR/net-results.json.
+func rewriteNetReport(_ arguments: [String]) throws {
+    let folder = URL(fileURLWithPath: arguments.first ?? "bench-output/net")
+    let saved = try JSONDecoder().decode(NetSavedRun.self, from: Data(contentsOf: folder.appendingPathComponent("net-results.json")))
+    try writeNetReport(saved, into: folder)
 }
 
 func ms(_ seconds: Double) -> String { seconds.isFinite ? String(format: "%.0f ms", seconds * 1000) : "-" }
@@ -291,7 +330,12 @@ func runCurlCold(base: String, http2: Bool, authority: String, gallery: NetGalle
         for path in ["/thumb/\(item).jpg", "/full/\(item).jpg"] { lines.append("url = \"\(base)\(path)\"\noutput = \"/dev/null\"") }
     }
     try lines.joined(separator: "\n").write(to: config, atomically: true, encoding: .utf8)
-    var argv = [which("curl")!, "--silent", "--show-error", "--fail", "--cacert", authority, "--parallel", "--config", config.path]
+    // curl 7.88 draws its --parallel progress meter even with --silent: its stderr goes to a file.
+    let errors = scratch.appendingPathComponent("curl-net.stderr")
+    var argv = [
+        which("curl")!, "--silent", "--show-error", "--fail", "--stderr", errors.path, "--cacert", authority, "--parallel",
+        "--config", config.path,
+    ]
     argv += http2 ? ["--http2", "--parallel-max", "32"] : ["--http1.1", "--parallel-max", "6"]
     let process = Process()
     process.executableURL = URL(fileURLWithPath: argv[0])
@@ -310,7 +354,8 @@ func runCurlCold(base: String, http2: Bool, authority: String, gallery: NetGalle
 
 /// The tables: per protocol and link, the cold screen against the limit and
 /// curl, and the scroll against the peer.
-func netReport(_ results: [NetSettingResult], gallery: NetGallery, options: NetOptions) -> String {
+func netReport(_ saved: NetSavedRun) -> String {
+    let results = saved.results
     func med(_ outcomes: [NetRunOutcome]?, _ value: (NetRunOutcome) -> Double) -> Double {
         guard let outcomes, !outcomes.isEmpty else { return .nan }
         return Samples(outcomes.map(value)).median
@@ -318,7 +363,7 @@ func netReport(_ results: [NetSettingResult], gallery: NetGallery, options: NetO
     func whole(_ value: Double) -> String { value.isFinite ? String(Int(value.rounded())) : "-" }
     func seconds(_ value: Double) -> String { value.isFinite ? String(format: "%.2f", value) : "-" }
     func ratio(_ a: Double, _ b: Double) -> String { a.isFinite && b.isFinite && b > 0 ? String(format: "%.2fx", a / b) : "-" }
-    var text = "Cold screen (16 thumbnails, then their full images; \(gallery.coldBytes / 1000) KB), seconds to the last full image, median of \(options.runs):\n\n"
+    var text = "Cold screen (16 thumbnails, then their full images; \(saved.coldBytes / 1000) KB), seconds to the last full image, median of \(saved.runs):\n\n"
     text += "| protocol | link | limit | AsyncImageKit | vs limit | curl --parallel | vs curl | URLSession | first paint (ours / peer) | connections (ours / peer / curl) | extra KB (ours / peer) |\n"
     text += "|---|---|---|---|---|---|---|---|---|---|---|\n"
     for setting in results {
@@ -331,17 +376,23 @@ func netReport(_ results: [NetSettingResult], gallery: NetGallery, options: NetO
         let extra = ["cold ours", "cold peer"].map { key in med(setting.runs[key]) { Double($0.extraBytes) / 1000 } }
         text += "| \(setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") | \(setting.link) | \(seconds(setting.limit)) | \(seconds(ours)) | \(ratio(ours, setting.limit)) | \(seconds(curl)) | \(ratio(ours, curl)) | \(seconds(peer)) | \(seconds(paintOurs)) / \(seconds(paintPeer)) | \(conns.map(whole).joined(separator: " / ")) | \(extra.map(whole).joined(separator: " / ")) |\n"
     }
-    if options.workloads.contains("scroll") {
-        text += "\nScroll (\(options.items) items, 16 cells, \(Int(options.rowsPerSecond)) rows/s, then back one screen): seconds from the scroll's stop to the final screen complete; per cell appearance, time to its first and its full image (p50/p95, shown ones), median of \(options.runs):\n\n"
-        text += "| protocol | link | AsyncImageKit | URLSession | thumb p50/p95 (ours) | thumb p50/p95 (peer) | full p50/p95 (ours) | full p50/p95 (peer) | off-screen starts (ours) | connections (ours / peer) | KB down (ours / peer) |\n"
-        text += "|---|---|---|---|---|---|---|---|---|---|---|\n"
+    if saved.workloads.contains("scroll") {
+        text += "\nScroll (\(saved.items) items, 16 cells, \(Int(saved.rowsPerSecond)) rows/s, then back one screen): seconds from the scroll's stop to the final screen complete; per cell appearance, time to its first and its full image (p50/p95, shown ones), median of \(saved.runs):\n\n"
+        text += "| protocol | link | limit | AsyncImageKit | URLSession | vs peer | ours vs limit | peer vs limit | thumb p50/p95 (ours) | thumb p50/p95 (peer) | full p50/p95 (ours) | full p50/p95 (peer) | off-screen starts (ours) | connections (ours / peer) | MB down (ours / peer) | MB of cancelled transfers (ours / peer) |\n"
+        text += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
         for setting in results {
             let ours = setting.runs["scroll ours"]
             let peer = setting.runs["scroll peer"]
             func pp(_ outcomes: [NetRunOutcome]?, _ values: (NetRunResult) -> [Double]) -> String {
                 "\(seconds(med(outcomes) { percentile(values($0.result), 0.5) })) / \(seconds(med(outcomes) { percentile(values($0.result), 0.95) }))"
             }
-            text += "| \(setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") | \(setting.link) | \(seconds(med(ours) { $0.result.complete })) | \(seconds(med(peer) { $0.result.complete })) | \(pp(ours, \.toThumbnail)) | \(pp(peer, \.toThumbnail)) | \(pp(ours, \.toFull)) | \(pp(peer, \.toFull)) | \(whole(med(ours) { Double($0.result.offscreenStarts) })) | \(whole(med(ours) { Double($0.connections) })) / \(whole(med(peer) { Double($0.connections) })) | \(whole(med(ours) { Double($0.bytesDown) / 1000 })) / \(whole(med(peer) { Double($0.bytesDown) / 1000 })) |\n"
+            let (oursComplete, peerComplete) = (med(ours) { $0.result.complete }, med(peer) { $0.result.complete })
+            func mb(_ outcomes: [NetRunOutcome]?, _ value: (NetRunOutcome) -> Int) -> String {
+                let megabytes = med(outcomes) { Double(value($0)) / 1e6 }
+                return megabytes.isFinite ? String(format: "%.1f", megabytes) : "-"
+            }
+            let limit = setting.scrollLimit ?? .nan
+            text += "| \(setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") | \(setting.link) | \(seconds(limit)) | \(seconds(oursComplete)) | \(seconds(peerComplete)) | \(ratio(oursComplete, peerComplete)) | \(ratio(oursComplete, limit)) | \(ratio(peerComplete, limit)) | \(pp(ours, \.toThumbnail)) | \(pp(peer, \.toThumbnail)) | \(pp(ours, \.toFull)) | \(pp(peer, \.toFull)) | \(whole(med(ours) { Double($0.result.offscreenStarts) })) | \(whole(med(ours) { Double($0.connections) })) / \(whole(med(peer) { Double($0.connections) })) | \(mb(ours, \.bytesDown)) / \(mb(peer, \.bytesDown)) | \(mb(ours, \.extraBytes)) / \(mb(peer, \.extraBytes)) |\n"
         }
     }
     return text

@@ -52,6 +52,8 @@ struct NetRunResult: Codable {
     /// URLs whose image arrived whole over the network (for the bytes that were not wasted).
     var completedURLs: [String]
     var peakRSS: Double
+    /// The items of the final screen (cold: the first screen).
+    var finalItems: [Int] = []
 }
 
 func netRunChild(_ arguments: [String]) throws {
@@ -199,7 +201,9 @@ struct NetClientRun {
             let items = Set(0..<min(spec.cells, spec.items))
             let ok = ledger.waitForFull(items, timeout: 300)
             let complete = ok ? ledger.now() : .nan
-            return ledger.result(complete: complete, firstPaint: ledger.firstPaint(of: Array(items)))
+            var result = ledger.result(complete: complete, firstPaint: ledger.firstPaint(of: Array(items)))
+            result.finalItems = items.sorted()
+            return result
         }
         // Scroll: top to bottom, then back up one screen, as the demo does.
         let lastRow = max(0, (spec.items + columns - 1) / columns - rows)
@@ -223,7 +227,9 @@ struct NetClientRun {
         let final = Set(shownItems.compactMap { $0 })
         let ok = ledger.waitForFull(final, timeout: 300)
         let complete = ok ? ledger.now() - stopped : .nan
-        return ledger.result(complete: complete, firstPaint: ledger.firstPaint(of: Array(final)) - stopped)
+        var result = ledger.result(complete: complete, firstPaint: ledger.firstPaint(of: Array(final)) - stopped)
+        result.finalItems = final.sorted()
+        return result
     }
 }
 
@@ -248,8 +254,9 @@ final class OursScreen: NetScreen {
             switch event.kind {
             case .delivered(let success):
                 if success {
-                    ledger.shown(item, full: full)
+                    // Counted before it is shown: the run may end at that.
                     if event.source == .network { ledger.completed(event.url) }
+                    ledger.shown(item, full: full)
                 } else {
                     ledger.failed()
                 }

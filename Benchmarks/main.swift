@@ -89,6 +89,8 @@ case "decode-bound":
     try decodeBoundChild(Array(arguments.dropFirst()))
 case "net":
     try runNetworkBenchmark(arguments.dropFirst())
+case "net-report":
+    try rewriteNetReport(Array(arguments.dropFirst()))
 case "net-one":
     try netRunChild(Array(arguments.dropFirst()))
 case "nginx-serve":

@@ -26,9 +26,10 @@ import Foundation
 ///   bottleneck queue, first in first out): a segment of `n` bytes occupies
 ///   it `8n / B` seconds. The relay reads from a side only while that
 ///   connection has less than ``Settings/queueBytes`` plus the bytes in
-///   flight (`B R / 2`) waiting, so a server's writes back up as they would
-///   behind a real bottleneck, and a transfer cancelled mid-body stops
-///   costing link time soon after the server stops sending.
+///   flight (`B R / 2`) waiting, and keeps its receive buffer toward the
+///   server small, so a server's writes back up as they would behind a real
+///   bottleneck, and a transfer cancelled mid-body stops costing link time
+///   soon after the server stops sending.
 /// - **Ends**: a side's end (FIN) is passed on after its last byte; a reset
 ///   or error on either side closes both.
 ///
@@ -301,6 +302,16 @@ private struct RelayLoop {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }
             let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            // A small, fixed receive buffer toward the server (set before
+            // connecting, so the window is sized by it): loopback TCP would
+            // otherwise grow it to megabytes, and a server's writes would
+            // sit there rather than back up behind the link as they do
+            // behind a real one (where what is in flight is about a round
+            // trip of the rate plus the bottleneck's queue, both modelled here).
+            var receiveBuffer: Int32 = 32 * 1024
+            if server >= 0 {
+                setsockopt(server, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+            }
             var address = LinkEmulator.loopback(port: upstreamPort)
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }

@@ -44,6 +44,15 @@ final class CurlEventLoop: Sendable {
     /// `scheme://host:port` (see ``CurlTransfer/keepsConnectionOnCancel``);
     /// forgotten all at once past 1,000 origins.
     private let multiplexing = Locked([String: Bool]())
+    /// Origins just found to multiplex, for the loop to start what waits for them.
+    private let newlyMultiplexing = Locked([String]())
+    /// The cap on connections per origin (0: none).
+    private let maxConnectionsPerHost: Int
+    private let waiting = Locked(0)
+
+    /// Transfers waiting for a place among their origin's connections (as
+    /// of the loop's last turn; cancelled ones not yet swept included).
+    var waitingTransfers: Int { waiting.withLock { $0 } }
     /// `CURLM *`. Only the loop thread uses it, but for `curl_multi_wakeup`,
     /// which libcurl documents as safe from any thread.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
@@ -52,12 +61,12 @@ final class CurlEventLoop: Sendable {
     private nonisolated(unsafe) let share: UnsafeMutableRawPointer?
 
     private init(maxConnectionsPerHost: Int) {
+        self.maxConnectionsPerHost = maxConnectionsPerHost
         CurlGlobal.initializeOnce()
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
-        // Transfers past the cap wait inside libcurl for a connection of
-        // their host (their timeout runs meanwhile); over HTTP/2 they become
-        // streams of the one connection instead.
+        // Transfers past the cap wait in `OriginAdmission`, not in libcurl;
+        // libcurl's own cap stays as a backstop.
         _ = aiv_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         share = curl_share_init()
         if let share {
@@ -83,6 +92,15 @@ final class CurlEventLoop: Sendable {
             if table.count >= 1000, table[origin] == nil { table.removeAll() }
             table[origin] = multiplexes
         }
+        if multiplexes { newlyMultiplexing.withLock { $0.append(origin) } }
+    }
+
+    /// The origins noted to multiplex since the last call (loop thread).
+    private func takeNewlyMultiplexing() -> [String] {
+        newlyMultiplexing.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
     }
 
     /// Whether the origin's connections may multiplex: nil when not known yet.
@@ -95,24 +113,43 @@ final class CurlEventLoop: Sendable {
     }
 
     private func run() {
-        // Transfers in flight, by easy handle. Only this thread sees it.
+        // Transfers in flight, by easy handle, and the places per origin.
+        // Only this thread sees them.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        var admission = OriginAdmission(limit: maxConnectionsPerHost)
         var wakeUps = HTTP2WakeUps()
+        // Starts `transfer` (it has its origin's place, or needs none); one
+        // that cannot start passes its place on, and so on.
+        func begin(_ transfer: CurlTransfer) {
+            var next: CurlTransfer? = transfer
+            while let transfer = next {
+                next = nil
+                guard let easy = transfer.makeHandle(share: share) else {
+                    next = admission.ended(transfer)
+                    continue
+                }
+                if curl_multi_add_handle(multi, easy) == CURLM_OK {
+                    active[easy] = transfer
+                } else {
+                    transfer.finish(multi: nil, code: CURLE_FAILED_INIT)
+                    next = admission.ended(transfer)
+                }
+            }
+        }
         while true {
             let work = inbox.withLock { inbox -> Inbox in
                 defer { inbox = Inbox() }
                 return inbox
             }
             for transfer in work.started where !transfer.isCancelled {
-                guard let easy = transfer.makeHandle(share: share) else { continue }
-                if curl_multi_add_handle(multi, easy) == CURLM_OK {
-                    active[easy] = transfer
-                } else {
-                    transfer.finish(multi: nil, code: CURLE_FAILED_INIT)
-                }
+                if admission.admit(transfer, multiplexes: mayMultiplex(transfer.origin)) { begin(transfer) }
             }
             for transfer in work.cancelled {
-                guard let easy = transfer.easy, active[easy] != nil else { continue }
+                guard let easy = transfer.easy, active[easy] != nil else {
+                    // Still waiting for its origin's place (or never started): nothing to undo.
+                    if !transfer.holdsOriginPlace, transfer.arrival != 0 { admission.cancelledWhileWaiting(transfer) }
+                    continue
+                }
                 // A connection being set up for it may serve others: it is
                 // left to finish that, and stopped before its request.
                 if transfer.keepsConnectionOnCancel {
@@ -122,6 +159,7 @@ final class CurlEventLoop: Sendable {
                 active.removeValue(forKey: easy)
                 curl_multi_remove_handle(multi, easy)
                 transfer.finishCancelled()
+                if let next = admission.ended(transfer) { begin(next) }
             }
 
             var running: Int32 = 0
@@ -138,7 +176,15 @@ final class CurlEventLoop: Sendable {
                 } else {
                     transfer.finish(multi: multi, code: code)
                 }
+                if let next = admission.ended(transfer) { begin(next) }
             }
+            // Origins found to multiplex during `perform` (a handle cannot
+            // be added from inside libcurl's callbacks): all that wait start.
+            for origin in takeNewlyMultiplexing() {
+                for transfer in admission.multiplexes(origin) { begin(transfer) }
+            }
+            let waitingNow = admission.waitingCount
+            if waiting.withLock({ $0 }) != waitingNow { waiting.withLock { $0 = waitingNow } }
             wakeUps.check(active, now: Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
             var ready: Int32 = 0
             curl_multi_poll(multi, nil, 0, wakeUps.pollMilliseconds(activeTransfers: active.count), &ready)

@@ -24,6 +24,12 @@ final class CurlTransfer: @unchecked Sendable {
     private let state = Locked(State.pending)
     /// The loop it was started on (set before it is handed to it).
     var loop: CurlEventLoop?
+    /// Its place among transfers waiting for a connection of their origin (see `OriginAdmission`).
+    let urgency: TransferUrgency
+    /// Loop thread: when it reached the loop, and whether it holds one of
+    /// its origin's places (`OriginAdmission`).
+    var arrival: UInt64 = 0
+    var holdsOriginPlace = false
     /// Held by `cancel()` while it decides and by a progress call, so no
     /// progress is reported after `cancel()` returned true. Recursive: a
     /// progress handler may cancel its own transfer.
@@ -62,9 +68,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     init(
         url: URL, configuration: TransportConfiguration, headers: [String: String] = [:],
-        observer: DataTransferObserver = DataTransferObserver(),
+        observer: DataTransferObserver = DataTransferObserver(), urgency: TransferUrgency = TransferUrgency(),
         completionQueue: DispatchQueue, completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) {
+        self.urgency = urgency
         self.url = url
         self.configuration = configuration
         self.headers = headers

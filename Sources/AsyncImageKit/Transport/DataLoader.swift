@@ -81,8 +81,17 @@ public final class DataLoader: Sendable {
         from url: URL, headers: [String: String] = [:], observer: DataTransferObserver = DataTransferObserver(),
         completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> DataTask {
+        loadData(from: url, headers: headers, observer: observer, urgency: TransferUrgency(), completion: completion)
+    }
+
+    /// ``loadData(from:headers:observer:completion:)`` with the transfer's
+    /// place among those waiting for a connection of its host.
+    func loadData(
+        from url: URL, headers: [String: String], observer: DataTransferObserver, urgency: TransferUrgency,
+        completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
+    ) -> DataTask {
         let transfer = CurlTransfer(
-            url: url, configuration: configuration, headers: headers, observer: observer,
+            url: url, configuration: configuration, headers: headers, observer: observer, urgency: urgency,
             completionQueue: completionQueue, completion: completion)
         if let error = Self.validate(url, policy: configuration.urlPolicy) {
             transfer.deliver(.failure(error))

@@ -71,6 +71,12 @@ public struct DataRequest: Sendable, Hashable {
     /// know, as sent, read until the connection closes (RFC 9112 §6.3),
     /// where libcurl would fail the transfer; `chunked` is still undone.
     public var acceptsEncodedBodies: Bool?
+    /// Its place among the transfers waiting for a connection of their host
+    /// (``TransportConfiguration/maxConnectionsPerHost``): the more urgent
+    /// first, equals in the order they were asked for. An
+    /// ``AsyncImageLoader`` passes its queue's order (see
+    /// ``TransferUrgency``); default: all equal.
+    public var urgency = TransferUrgency()
 
     /// A request.
     public init(url: URL, headers: [String: String] = [:], timeout: Double = 60, policy: URLPolicy = .unrestricted) {
@@ -78,6 +84,31 @@ public struct DataRequest: Sendable, Hashable {
         self.headers = headers
         self.timeout = timeout
         self.policy = policy
+    }
+}
+
+/// How urgent a transfer is, for the order in which transfers waiting for
+/// a connection of their host get one: a higher ``level`` first, then a
+/// higher ``stamp``. An ``AsyncImageLoader`` passes its queue's order at
+/// the moment the transfer starts: the ``ImagePriority`` as the level, and
+/// as the stamp when the target was last touched (``QueueOrder/lifo``: the
+/// cells on screen now before those scrolled past) or how long the request
+/// has waited (``QueueOrder/fifo``). Equals go in the order they were asked for.
+public struct TransferUrgency: Sendable, Hashable, Comparable {
+    /// The first key (an ``ImagePriority``'s raw value, for a loader).
+    public var level: Int
+    /// The second key.
+    public var stamp: UInt64
+
+    /// An urgency; the default is the same for every transfer.
+    public init(level: Int = 0, stamp: UInt64 = 0) {
+        self.level = level
+        self.stamp = stamp
+    }
+
+    /// Less urgent: a lower level, or the same level and a lower stamp.
+    public static func < (lhs: TransferUrgency, rhs: TransferUrgency) -> Bool {
+        (lhs.level, lhs.stamp) < (rhs.level, rhs.stamp)
     }
 }
 
@@ -114,7 +145,9 @@ extension DataLoader: DataLoading {
             configuration.decodesTransferCodings = encoded
         }
         return DataLoader(configuration: configuration, completionQueue: completionQueue)
-            .loadData(from: request.url, headers: request.headers, observer: observer, completion: completion)
+            .loadData(
+                from: request.url, headers: request.headers, observer: observer, urgency: request.urgency,
+                completion: completion)
     }
 }
 

@@ -9,6 +9,9 @@ extension AsyncImageLoader {
     /// Starts the best waiting lanes' next jobs while slots are free.
     func pump(_ state: inout LoaderState, _ effects: inout Effects) {
         while let lane = state.slots.nextLane() {
+            // Its rank now, for the transport's order among transfers that
+            // wait for a connection of their host (`TransferUrgency`).
+            let rank = QueueRank.of(lane, state.slots.queue.order)
             guard let record = lane.nextQueued(), let job = record.job else {
                 // Not reachable: a filed lane has a queued request. Left unfiled
                 // rather than filed again, which would spin here.
@@ -29,7 +32,7 @@ extension AsyncImageLoader {
             // disk lookup, after the lock), so `.loading` reaches the event
             // monitor before anything that step reports.
             report(.loading, requests, &state, &effects)
-            start(job, &state, &effects)
+            start(job, urgency: rank.map { TransferUrgency(level: $0.level, stamp: $0.stamp) } ?? TransferUrgency(), &state, &effects)
             for waiting in requests {
                 guard let other = waiting.lane else { continue }
                 other.leaveQueue(waiting.priority)
@@ -42,13 +45,14 @@ extension AsyncImageLoader {
 
     /// Takes a slot for `job`; then, after the lock, the HTTP cache stage
     /// looks up its stored response (on the disk queue) before the network.
-    private func start(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
+    private func start(_ job: LoadJob, urgency: TransferUrgency, _ state: inout LoaderState, _ effects: inout Effects) {
         state.slots.take(for: job)
         StageWalk.note(.transfers, .down, job.url)
         let handle = TransferHandle()
         job.phase = .loading(handle)
-        let request = DataRequest(
+        var request = DataRequest(
             url: job.url, headers: job.headers, timeout: state.loadingTimeout, policy: state.urlPolicy)
+        request.urgency = urgency
         let modifier = state.requestModifier
         // `file` URLs are already on disk.
         let disk = job.url.isFileURL ? nil : state.diskCache.map { HTTPCache(policy: state.httpCache, store: ImageDiskStore(cache: $0)) }
