@@ -214,6 +214,7 @@ func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
                                     + "full p50/p95 \(ms(percentile(r.toFull, 0.5)))/\(ms(percentile(r.toFull, 0.95))), "
                                     + "\(outcome.connections) conn (\(outcome.peakConnections) at once), \(outcome.bytesDown / 1000) KB down (\(outcome.extraBytes / 1000) KB extra), "
                                     + "off-screen starts \(r.offscreenStarts), failures \(r.failures)")
+                            fflush(nil)  // progress readable as it runs, also into a file
                         }
                     }
                 }
@@ -224,10 +225,11 @@ func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
     let saved = NetSavedRun(
         results: results, coldBytes: gallery.coldBytes, slowestDecode: gallery.slowestDecode, runs: options.runs,
         items: options.items, rowsPerSecond: options.rowsPerSecond, workloads: options.workloads)
+    try writeNetReport(saved, into: options.output)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
     try encoder.encode(saved).write(to: options.output.appendingPathComponent("net-results.json"))
-    try writeNetReport(saved, into: options.output)
 }
 
 /// What a `net` run measured, kept as JSON so that its tables and charts
@@ -253,7 +255,9 @@ func writeNetReport(_ saved: NetSavedRun, into folder: URL) throws {
 /// `net-report DIR`: the tables and charts again from DIR/net-results.json.
 func rewriteNetReport(_ arguments: [String]) throws {
     let folder = URL(fileURLWithPath: arguments.first ?? "bench-output/net")
-    let saved = try JSONDecoder().decode(NetSavedRun.self, from: Data(contentsOf: folder.appendingPathComponent("net-results.json")))
+    let decoder = JSONDecoder()
+    decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+    let saved = try decoder.decode(NetSavedRun.self, from: Data(contentsOf: folder.appendingPathComponent("net-results.json")))
     try writeNetReport(saved, into: folder)
 }
 

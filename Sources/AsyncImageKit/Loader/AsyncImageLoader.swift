@@ -184,8 +184,9 @@ extension AsyncImageLoader {
     /// The transport keeps a cap of its own on connections per host
     /// (``TransportConfiguration/maxConnectionsPerHost``, 6): over HTTP/1.1
     /// at most 6 of these transfers to one host run at once and the rest
-    /// wait for a connection of theirs; over HTTP/2 all of them are streams
-    /// of one connection. See <doc:Scheduling> for choosing both for a link.
+    /// wait for a connection of theirs, in this loader's queue order, their
+    /// timeout not yet running; over HTTP/2 all of them are streams of one
+    /// connection. See <doc:Scheduling> for choosing both for a link.
     public var concurrentLoads: Int {
         get { state.withLock { $0.slots.concurrentLoads } }
         set {

@@ -90,10 +90,12 @@ public struct DataRequest: Sendable, Hashable {
 /// How urgent a transfer is, for the order in which transfers waiting for
 /// a connection of their host get one: a higher ``level`` first, then a
 /// higher ``stamp``. An ``AsyncImageLoader`` passes its queue's order at
-/// the moment the transfer starts: the ``ImagePriority`` as the level, and
-/// as the stamp when the target was last touched (``QueueOrder/lifo``: the
-/// cells on screen now before those scrolled past) or how long the request
-/// has waited (``QueueOrder/fifo``). Equals go in the order they were asked for.
+/// the moment the transfer starts: as the level, the ``ImagePriority``
+/// and then whether the request is the first in flight of its target and
+/// action (a cell's thumbnail before any cell's full image); as the stamp,
+/// when the target was last touched (``QueueOrder/lifo``: the cells on
+/// screen now before those scrolled past) or how long the request has
+/// waited (``QueueOrder/fifo``). Equals go in the order they were asked for.
 public struct TransferUrgency: Sendable, Hashable, Comparable {
     /// The first key (an ``ImagePriority``'s raw value, for a loader).
     public var level: Int

@@ -87,11 +87,18 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// port), as browsers keep to: default 6
     /// (``defaultMaxConnectionsPerHost``); 0 for no cap. Over HTTP/1.1 a
     /// connection carries one transfer at a time, so transfers past the cap
-    /// wait for one of their host's connections to be free (inside the
-    /// transport, and their timeout runs meanwhile); over HTTP/2 they are
-    /// streams of one shared connection and the cap hardly matters. A
-    /// service that fetches from one HTTP/1.1 origin at high concurrency
-    /// (object stores often speak HTTP/1.1 only) raises it to its
+    /// wait for one of their host's connections to be free:
+    ///
+    /// - in the transport, most urgent first (``DataRequest/urgency``;
+    ///   equals in the order they were asked for);
+    /// - their timeout starts when they get their place, not while they wait;
+    /// - a cancel while waiting costs nothing: no connection was opened for it.
+    ///
+    /// An origin whose connections negotiated HTTP/2 (known from its first
+    /// TLS handshake) has no cap: its transfers are streams of one shared
+    /// connection, and those waiting start when it is known. A service that
+    /// fetches from one HTTP/1.1 origin at high concurrency (object stores
+    /// often speak HTTP/1.1 only) raises it to its
     /// ``AsyncImageLoader/concurrentLoads``.
     ///
     /// Transfers with different caps never share a connection (each cap

@@ -42,6 +42,25 @@ final class SchedulingTests: XCTestCase {
         XCTAssertEqual(h.log.deliveredPaths, paths([100, 3, 4, 1, 2]), "each target's thumbnail before its full image")
     }
 
+    /// Each transfer carries its urgency down to the transport (the order of
+    /// transfers waiting for a connection of their host): priority first;
+    /// then a target's first request in flight (its thumbnail) before any
+    /// target's later ones; then the target touched last (LIFO).
+    func testTransfersCarryTheirUrgencyDownToTheTransport() {
+        let h = FakeHarness(concurrentLoads: 8)
+        let (a, b) = (Target("a"), Target("b"))
+        h.load(1, target: a)  // a's thumbnail
+        h.load(2, target: a)  // a's full image
+        h.load(3, target: b)  // b's thumbnail
+        h.load(4, target: b)  // b's full image
+        h.load(5, priority: .high)
+        wait(for: [h.transport.starts(5, self)], timeout: 10)
+        let urgency = Dictionary(uniqueKeysWithValues: h.transport.startedRequests.map { ($0.url.path, $0.urgency) })
+        let byUrgency = urgency.keys.sorted { urgency[$0]! > urgency[$1]! }
+        XCTAssertEqual(byUrgency, paths([5, 3, 1, 4, 2]), "\(urgency)")
+        h.loader.cancelAll()
+    }
+
     func testTouchingATargetAgainMovesItToTheTop() {
         let h = FakeHarness(concurrentLoads: 1)
         block(h)

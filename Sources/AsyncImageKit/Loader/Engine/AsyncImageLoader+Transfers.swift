@@ -9,9 +9,14 @@ extension AsyncImageLoader {
     /// Starts the best waiting lanes' next jobs while slots are free.
     func pump(_ state: inout LoaderState, _ effects: inout Effects) {
         while let lane = state.slots.nextLane() {
-            // Its rank now, for the transport's order among transfers that
-            // wait for a connection of their host (`TransferUrgency`).
-            let rank = QueueRank.of(lane, state.slots.queue.order)
+            // Its urgency, for the transport's order among transfers that
+            // wait for a connection of their host (`TransferUrgency`): the
+            // lane's rank now, and among equal priorities a lane's first
+            // request in flight (what its target shows first: a cell's
+            // thumbnail) before any lane's later ones (full images).
+            let urgency = QueueRank.of(lane, state.slots.queue.order).map { rank in
+                TransferUrgency(level: rank.level * 2 + (lane.queuedCount == lane.live ? 1 : 0), stamp: rank.stamp)
+            }
             guard let record = lane.nextQueued(), let job = record.job else {
                 // Not reachable: a filed lane has a queued request. Left unfiled
                 // rather than filed again, which would spin here.
@@ -32,7 +37,7 @@ extension AsyncImageLoader {
             // disk lookup, after the lock), so `.loading` reaches the event
             // monitor before anything that step reports.
             report(.loading, requests, &state, &effects)
-            start(job, urgency: rank.map { TransferUrgency(level: $0.level, stamp: $0.stamp) } ?? TransferUrgency(), &state, &effects)
+            start(job, urgency: urgency ?? TransferUrgency(), &state, &effects)
             for waiting in requests {
                 guard let other = waiting.lane else { continue }
                 other.leaveQueue(waiting.priority)
