@@ -19,7 +19,7 @@ extension AsyncImageError {
     /// | a damaged or truncated image (header, pixels, trailer) | 422 |
     /// | ``encoding(_:reason:)``, ``processing(_:reason:)``, ``diskCache(path:message:)`` | 500 |
     /// | the source's other statuses, ``transport(_:code:message:)``, ``tls(_:code:message:)``, ``tooManyRedirects(_:limit:)``, ``headersTooLarge(_:limit:)`` | 502 |
-    /// | ``queueFull(_:limit:)``; a decode out of memory | 503 |
+    /// | ``queueFull(_:limit:)``; a decode out of memory; ``offline(_:)`` (the service has no network, and no copy it may serve) | 503 |
     /// | ``timedOut(_:seconds:stage:)`` (whatever the stage), ``notCached(_:)`` (RFC 9111's `only-if-cached`) | 504 |
     public var suggestedHTTPStatus: Int {
         switch self {
@@ -37,7 +37,7 @@ extension AsyncImageError {
             }
         case .encoding, .processing, .diskCache: return 500
         case .transport, .tls, .tooManyRedirects, .headersTooLarge: return 502
-        case .queueFull: return 503
+        case .queueFull, .offline: return 503
         case .timedOut, .notCached: return 504
         }
     }
@@ -72,6 +72,7 @@ extension AsyncImageError {
             return stage == .transfer
                 ? "The image source did not answer in time." : "The image could not be made in time."
         case .notCached: return "The image is not cached."
+        case .offline: return "The service cannot reach the network and has no copy of the image it may serve; try again later."
         }
     }
 }

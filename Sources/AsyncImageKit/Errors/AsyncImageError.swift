@@ -71,6 +71,21 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// huge line (in libcurl 7.88: 100 KiB for one line, 300 KiB for a whole
     /// block). Nothing of the body was used.
     case headersTooLarge(URL, limit: Int)
+    /// The network is unreachable, and nothing the request may be served
+    /// is stored. From an ``AsyncImageLoader``: it is offline (its
+    /// ``AsyncImageLoader/Configuration/reachability`` says the system has
+    /// no route beyond loopback, or a transfer just failed with the network
+    /// unreachable: see ``AsyncImageLoader/networkStatus``), and its disk
+    /// cache holds no response for the request, or holds one that may not
+    /// be served without the server's word (`must-revalidate`, `no-cache`),
+    /// or the request is ``ImageCachePolicy/neverStale`` and the stored one
+    /// is stale. It comes at once: no transfer, no timeout, no retry. From
+    /// a ``DataLoader``: the transfer could not connect because there is no
+    /// route to the server (libcurl's "couldn't connect" with the system's
+    /// `ENETUNREACH` or `EHOSTUNREACH`); a ``DataLoading`` of one's own
+    /// reports such a failure the same way, and the loader goes offline on
+    /// it.
+    case offline(URL)
 
     /// The URL the failure concerns, if any.
     public var url: URL? {
@@ -79,7 +94,7 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
         case .unsupportedScheme(let url), .httpStatus(let url, _, _), .timedOut(let url, _, _),
             .bodyTooLarge(let url, _), .tooManyRedirects(let url, _), .disallowedRedirect(let url, _),
             .fileNotFound(let url), .tls(let url, _, _), .transport(let url, _, _), .notCached(let url),
-            .refused(let url, _), .queueFull(let url, _), .headersTooLarge(let url, _):
+            .refused(let url, _), .queueFull(let url, _), .headersTooLarge(let url, _), .offline(let url):
             return url
         case .decoding(_, let url): return url
         }
@@ -131,6 +146,8 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(url.absoluteString) refused: the loader already has \(limit) pending requests (its limit)"
         case .headersTooLarge(let url, let limit):
             return "response headers of \(url.absoluteString) are larger than the limit of \(limit) bytes"
+        case .offline(let url):
+            return "\(url.absoluteString) cannot be loaded: the network is unreachable (offline), and no stored response may be served for it"
         }
     }
 }

@@ -99,10 +99,19 @@ struct DataExchange: Sendable {
                 }
                 return served(stored.entry, stored.body, source: .cache, isStale: reuse == .staleAllowed)
             case .staleWhileRevalidate:
-                // Served now; the conditional request runs in the background.
+                // Served now; the conditional request runs in the background
+                // (not while offline).
                 let revalidation = self
                 let entry = stored.entry
-                Task.detached { _ = try? await revalidation.validate(entry, body: stored.body) }
+                Task.detached {
+                    let probe: UInt64?
+                    switch revalidation.loader.admitToNetwork(revalidation.request.url) {
+                    case .offline: return
+                    case .probe(let id): probe = id
+                    case .network: probe = nil
+                    }
+                    _ = try? await revalidation.validate(entry, body: stored.body, probe: probe)
+                }
                 return served(stored.entry, stored.body, source: .cache, isStale: true)
             case .validate, .unusable:
                 break
@@ -113,22 +122,55 @@ struct DataExchange: Sendable {
             return HTTPResponse(url: request.url, statusCode: 504, headers: [:], body: Data(), source: .cache)
         }
         if request.cachePolicy.contains(.skipNetwork) { throw AsyncImageError.notCached(request.url) }
-        if let stored, case .validate = reuse { return try await validate(stored.entry, body: stored.body) }
-        return try await fetch(conditional: [:], stored: nil)
+        // Offline: what is stored (a disconnected cache may serve it
+        // stale, RFC 9111 §4.2.4), or `.offline` at once.
+        let probe: UInt64?
+        switch loader.admitToNetwork(request.url) {
+        case .offline: return try await servedOffline()
+        case .probe(let id): probe = id
+        case .network: probe = nil
+        }
+        if let stored, case .validate = reuse {
+            return try await validate(stored.entry, body: stored.body, probe: probe)
+        }
+        return try await fetch(conditional: [:], stored: nil, probe: probe)
+    }
+
+    /// The loader is offline: the stored response, fresh or stale (marked
+    /// so), unless it says `must-revalidate` or `no-cache` (RFC 9111
+    /// §4.2.4) or the request is ``ImageCachePolicy/neverStale``; else
+    /// ``AsyncImageError/offline(_:)``.
+    private func servedOffline() async throws -> HTTPResponse {
+        let (headers, key, policy) = (self.headers, self.key, self.policy)
+        if readsCache, let cache,
+            let (entry, body) = await onDisk({ () -> (HTTPCache.Entry, Data)? in
+                guard let entry = cache.entry(for: key, requestHeaders: headers),
+                    let body = cache.store.original(for: key, generation: entry.generation)
+                else { return nil }
+                return (entry, body)
+            })
+        {
+            let isFresh = policy.reuse(entry.head, requestHeaders: headers, now: Date().timeIntervalSince1970) == .fresh
+            if isFresh || (!policy.forbidsStale(entry.head) && !request.cachePolicy.contains(.neverStale)) {
+                return served(entry, body, source: .cache, isStale: !isFresh)
+            }
+        }
+        throw AsyncImageError.offline(request.url)
     }
 
     /// Asks the server whether `entry` is still good (a conditional
     /// request): a `304` serves it refreshed, anything else replaces it.
-    private func validate(_ entry: HTTPCache.Entry, body: Data) async throws -> HTTPResponse {
-        try await fetch(conditional: policy.conditionalHeaders(entry.head), stored: (entry, body))
+    private func validate(_ entry: HTTPCache.Entry, body: Data, probe: UInt64? = nil) async throws -> HTTPResponse {
+        try await fetch(conditional: policy.conditionalHeaders(entry.head), stored: (entry, body), probe: probe)
     }
 
     /// The network: the request (with `conditional` headers unless it
     /// carries conditions of its own), then what its answer means for the
-    /// stored response.
-    private func fetch(conditional: [String: String], stored: (entry: HTTPCache.Entry, body: Data)?) async throws
-        -> HTTPResponse
-    {
+    /// stored response. `probe`: the transfer is the probe of a network
+    /// the loader thinks is down (see ``AsyncImageLoader/networkStatus``).
+    private func fetch(
+        conditional: [String: String], stored: (entry: HTTPCache.Entry, body: Data)?, probe: UInt64? = nil
+    ) async throws -> HTTPResponse {
         var transferHeaders = headers
         let ownConditions = headers.keys.contains {
             let name = $0.lowercased()
@@ -139,8 +181,18 @@ struct DataExchange: Sendable {
         transfer.acceptsAnyStatus = true
         transfer.acceptsEncodedBodies = HTTPCachePolicy.value("accept-encoding", in: headers) != nil
         let requestTime = Date().timeIntervalSince1970
-        let result = try await load(transfer)
+        let result: Result<DataResponse, AsyncImageError>
+        do {
+            result = try await load(transfer)
+        } catch {
+            if let probe { loader.probeAbandoned(probe) }
+            throw error
+        }
         let responseTime = Date().timeIntervalSince1970
+        // What the answer says of the network; offline now, a failure of
+        // the network is answered as an offline request is.
+        let offline = loader.networkAnswered(request.url, result, probe: probe)
+        if offline, case .failure(let error) = result, error.isNetworkFailure { return try await servedOffline() }
 
         switch result {
         case .failure(let error):

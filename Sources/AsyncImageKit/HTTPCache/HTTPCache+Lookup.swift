@@ -31,28 +31,52 @@ enum Staleness: Sendable {
 }
 
 /// When a stale stored response may be served: the one home of these
-/// rules, from a request's ``ImageCachePolicy`` and the response's own
-/// directives (RFC 9111 §4.2.4: never past `must-revalidate` or `no-cache`).
+/// rules, from a request's ``ImageCachePolicy``, the loader's network
+/// state and the response's own directives (RFC 9111 §4.2.4: never past
+/// `must-revalidate` or `no-cache`).
 struct StaleRules: Sendable {
-    /// No network: what is stored is all there is (stale where the response allows it).
+    /// No network: what is stored is all there is (stale where the response
+    /// allows it and ``servesStaleOffline``). The request's choice
+    /// (``ImageCachePolicy/skipNetwork``), or the loader's: it is offline
+    /// (``networkDown``).
     var offline: Bool
+    /// Offline because the loader is (see ``AsyncImageLoader/networkStatus``),
+    /// not by the request's choice: a miss fails with ``AsyncImageError/offline(_:)``
+    /// rather than ``AsyncImageError/notCached(_:)``.
+    var networkDown = false
+    /// Offline, a stale response may be served (unless ``ImageCachePolicy/neverStale``).
+    var servesStaleOffline: Bool
     /// Shown at once while it is revalidated (``ImageCachePolicy/returnStaleWhileRevalidating``).
     var servesWhileRevalidating: Bool
     /// Served when the server cannot be reached (unless ``ImageCachePolicy/neverStale``).
     var servesOnError: Bool
 
-    init(offline: Bool, servesWhileRevalidating: Bool, servesOnError: Bool) {
-        (self.offline, self.servesWhileRevalidating, self.servesOnError) =
-            (offline, servesWhileRevalidating, servesOnError)
+    init(offline: Bool, servesStaleOffline: Bool = true, servesWhileRevalidating: Bool, servesOnError: Bool) {
+        (self.offline, self.servesStaleOffline, self.servesWhileRevalidating, self.servesOnError) =
+            (offline, servesStaleOffline, servesWhileRevalidating, servesOnError)
     }
 
     /// The rules of a transfer made with `policy` (`file` URLs are local:
-    /// never offline).
-    init(_ policy: ImageCachePolicy, isFileURL: Bool) {
-        offline = policy.contains(.skipNetwork) && !isFileURL
+    /// never offline); `networkDown`: the loader is offline for its URL.
+    init(_ policy: ImageCachePolicy, isFileURL: Bool, networkDown: Bool = false) {
+        let skipsNetwork = policy.contains(.skipNetwork) && !isFileURL
+        self.networkDown = networkDown && !skipsNetwork && !isFileURL
+        offline = skipsNetwork || self.networkDown
+        servesStaleOffline = !policy.contains(.neverStale)
         servesWhileRevalidating = policy.contains(.returnStaleWhileRevalidating) && !policy.contains(.neverStale)
         servesOnError = !policy.contains(.neverStale)
     }
+
+    /// These rules once the loader went offline: what is stored, or
+    /// ``AsyncImageError/offline(_:)``.
+    var networkIsDown: StaleRules {
+        var rules = self
+        (rules.offline, rules.networkDown) = (true, true)
+        return rules
+    }
+
+    /// The failure of a request offline with nothing it may be served.
+    func missError(_ url: URL) -> AsyncImageError { networkDown ? .offline(url) : .notCached(url) }
 
     /// After a revalidation of `stale` failed with `error`: whether the
     /// stale response is served instead, marked stale (a failure to reach
@@ -73,7 +97,7 @@ extension AsyncImageError {
     /// timeouts, 5xx.
     var allowsStaleResponse: Bool {
         switch self {
-        case .transport, .timedOut, .headersTooLarge: return true
+        case .transport, .timedOut, .headersTooLarge, .offline: return true
         case .httpStatus(_, let code, _): return code >= 500
         default: return false
         }
@@ -108,8 +132,9 @@ extension HTTPCache {
         let reuse = policy.reuse(entry.head, requestHeaders: requestHeaders, now: now)
         let isFresh = reuse == .fresh
         let mayBeStale = !policy.forbidsStale(entry.head)
-        let usableNow =
-            isFresh || reuse == .staleAllowed || ((rules.offline || rules.servesWhileRevalidating) && mayBeStale)
+        let staleAllowed =
+            rules.offline ? rules.servesStaleOffline : rules.servesWhileRevalidating
+        let usableNow = isFresh || reuse == .staleAllowed || (staleAllowed && mayBeStale)
         guard usableNow || (!rules.offline && reuse != .unusable) else { return .miss }
         let generation = entry.generation
         var images: [String: Data] = [:]

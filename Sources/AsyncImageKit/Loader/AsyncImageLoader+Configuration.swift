@@ -115,6 +115,19 @@ extension AsyncImageLoader {
         /// service whose cache serves many users sets
         /// ``HTTPCachePolicy/shared``). See <doc:DiskCache>.
         public var httpCache: HTTPCachePolicy = .private
+        /// How the loader knows the network is unreachable (default
+        /// ``SystemNetworkReachability/shared``: the kernel's routes,
+        /// watched with a netlink socket). While it says so, requests for
+        /// URLs beyond this machine are answered from ``diskCache`` at once
+        /// (stale allowed, marked stale; never a response marked
+        /// `must-revalidate` or `no-cache`) or fail with
+        /// ``AsyncImageError/offline(_:)``, without a transfer; its change
+        /// notification puts the loader back online. A transfer that finds
+        /// no route takes the loader offline too. Nil: the loader is never
+        /// offline (a transfer without a route fails with
+        /// ``AsyncImageError/offline(_:)``, and that is all). See
+        /// ``AsyncImageLoader/networkStatus`` and <doc:DiskCache>.
+        public var reachability: (any NetworkReachability)? = SystemNetworkReachability.shared
         /// The ``PixelBufferPool/byteLimit`` to set on
         /// ``PixelBufferPool/shared`` when the loader is made (default nil:
         /// leave it). The pool is the process's, shared by every loader: the

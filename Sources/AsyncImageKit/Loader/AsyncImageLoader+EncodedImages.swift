@@ -107,7 +107,10 @@ extension AsyncImageLoader {
     private func storedEncoding(for request: ImageRequest, _ encoding: ImageEncoding) async -> EncodedImage? {
         let processing = request.cacheKey.processing
         guard !processing.isEmpty, !request.cachePolicy.contains(.skipDiskReads), !request.url.isFileURL,
-            let (disk, policy) = state.withLock({ state in state.diskCache.map { ($0, state.httpCache) } })
+            let (disk, policy, offline) = state.withLock({ state in
+                let offline = state.network.isOffline(for: request.url, now: state.networkClock())
+                return state.diskCache.map { ($0, state.httpCache, offline) }
+            })
         else { return nil }
         return await withCheckedContinuation { continuation in
             diskQueue.async {
@@ -117,7 +120,8 @@ extension AsyncImageLoader {
                 // headers entry alone: whether the response may be used now.
                 let lookup = httpCache.lookUp(
                     key, requestHeaders: request.headers, processings: [], needsFullSize: false,
-                    rules: StaleRules(request.cachePolicy, isFileURL: false), now: Date().timeIntervalSince1970)
+                    rules: StaleRules(request.cachePolicy, isFileURL: false, networkDown: offline),
+                    now: Date().timeIntervalSince1970)
                 guard case .usable(let stored, let staleness) = lookup,
                     let data = httpCache.store.processed(for: key, processing: processing, generation: stored.entry.generation),
                     let parts = StoredImage.stored(data), let payload = parts.encoded, let opaque = parts.isOpaque,

@@ -79,6 +79,14 @@ import Logging
 ///   (``Configuration/retryPolicy``, ``ImageRequest/retryPolicy``), never
 ///   past a request's deadline; each try is an event and a log line (the
 ///   rule: ``RetryPolicy``).
+/// - **Offline.** While the network is unreachable (``Configuration/reachability``,
+///   or a transfer that found no route), requests for URLs beyond this
+///   machine start no transfer: what the disk cache holds is served at
+///   once, stale allowed and marked stale (never past `must-revalidate` or
+///   `no-cache`), anything else fails at once with
+///   ``AsyncImageError/offline(_:)``; the loader comes back online when
+///   the reachability says so, or when one request, tried after a short
+///   wait, reaches a server (``networkStatus``).
 /// - **Cache hits never wait** in the queue; made on the delivery queue,
 ///   they are delivered before `loadImage` returns. Failures are never cached.
 ///
@@ -102,13 +110,17 @@ public final class AsyncImageLoader: Sendable {
     let diskWrites = DispatchQueue(label: "AsyncImageKit.disk-writes", qos: .utility)
     let dataLoader: any DataLoading
     let decoders: ImageDecoderRegistry
+    /// Whether the network can be reached (nil: the loader is never offline).
+    let reachability: (any NetworkReachability)?
 
     /// Creates a loader from a ``Configuration``.
     public init(configuration: Configuration) {
         dataLoader = configuration.dataLoader
         decoders = configuration.decoders
+        reachability = configuration.reachability
         state = Locked(LoaderState(configuration))
         if let limit = configuration.pixelPoolByteLimit { PixelBufferPool.shared.byteLimit = limit }
+        watchReachability()
     }
 
     /// Creates a loader.
@@ -153,6 +165,12 @@ public final class AsyncImageLoader: Sendable {
                 effects.keep.park(job)
             }
             state.decodes.removeAll()
+            // No more word from the reachability; the status streams end.
+            if let observation = state.reachabilityObservation { effects.keep.park(observation) }
+            state.reachabilityObservation = nil
+            let watchers = state.network.watchers.values
+            state.network.watchers = [:]
+            effects.append { watchers.forEach { $0.finish() } }
             defer { state.sweepTimer = nil }
             return state.sweepTimer
         }
@@ -180,6 +198,10 @@ extension AsyncImageLoader {
     /// 32): a true cap, HTTP/2 streams included. A transfer keeps its slot
     /// until a decoder takes its body, so no more than this many bodies wait
     /// undecoded; decodes run one per core while the next transfers proceed.
+    /// (While the loader is offline, jobs, which then read the disk, take
+    /// slots of a second set of this many, so that they do not wait behind
+    /// transfers that started before the network went down: see
+    /// ``networkStatus``.)
     ///
     /// The transport keeps a cap of its own on connections per host
     /// (``TransportConfiguration/maxConnectionsPerHost``, 6): over HTTP/1.1

@@ -30,10 +30,12 @@ public struct ImageCachePolicy: OptionSet, Sendable, Hashable {
     /// call: what "show stale, then fresh" means); if not, nothing more.
     /// The async API returns the first.
     public static let returnStaleWhileRevalidating = ImageCachePolicy(rawValue: 1 << 5)
-    /// Never a stale image: not while revalidating, and not when the network
-    /// fails. (By default a stale entry is served, marked stale, when a
-    /// revalidation fails with a transport error, a timeout or a 5xx: RFC
-    /// 9111 lets a cache that cannot reach the server do so.)
+    /// Never a stale image: not while revalidating, not when the network
+    /// fails, and not offline (``skipNetwork``, or the loader's
+    /// ``AsyncImageLoader/networkStatus``: a stale entry then fails the
+    /// request). By default a stale entry is served, marked stale, when a
+    /// revalidation fails with a transport error, a timeout or a 5xx, and
+    /// offline: RFC 9111 lets a cache that cannot reach the server do so.
     public static let neverStale = ImageCachePolicy(rawValue: 1 << 6)
 
     /// Every cache, then the network (the default).

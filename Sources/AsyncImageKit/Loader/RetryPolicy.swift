@@ -30,6 +30,10 @@ import Foundation
 ///   the response's `Date` when it has one) wait as the server asked.
 ///
 /// What is never retried:
+/// - a transfer that found no route to the network
+///   (``AsyncImageError/offline(_:)``), or any failure of the network while
+///   the loader is offline (see ``AsyncImageLoader/networkStatus``): its
+///   requests are answered from the disk cache, or fail, at once;
 /// - a cancelled transfer, a refusal by the URL policy, a TLS or
 ///   certificate failure, any other status (`4xx` other than `408` and
 ///   `429`; `500` and `501`), a body or headers over their limit, too many

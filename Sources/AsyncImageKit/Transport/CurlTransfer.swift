@@ -489,7 +489,9 @@ final class CurlTransfer: @unchecked Sendable {
         var redirects = 0
         var httpVersion: DataResponse.HTTPVersion?
         var connection: DataResponse.Connection?
+        var systemError = 0
         if let easy {
+            if code == CURLE_COULDNT_CONNECT { _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &systemError) }
             _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_REDIRECT_COUNT, &redirects)
             _ = aiv_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var text: UnsafeMutablePointer<CChar>?
@@ -552,12 +554,22 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.headersTooLarge(url, limit: Self.headerBlockLimit))
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))
+        case CURLE_COULDNT_CONNECT where Self.unreachableErrors.contains(Int32(truncatingIfNeeded: systemError)):
+            // No route to the server: the network is down (or this host's
+            // part of it), not the server. A refused or timed-out connect
+            // is the server's, and stays a transport error.
+            return .failure(.offline(url))
         case _ where Self.tlsCodes.contains(code):
             return .failure(.tls(url, code: Int(code.rawValue), message: message))
         default:
             return .failure(.transport(url, code: Int(code.rawValue), message: message))
         }
     }
+
+    /// The system's errors of a connect that found no route: the network
+    /// is unreachable (`ENETUNREACH`: no route at all), or the host is
+    /// (`EHOSTUNREACH`: the next hop did not answer, or a router said so).
+    static let unreachableErrors: Set<Int32> = [ENETUNREACH, EHOSTUNREACH]
 
     /// libcurl's limit on one response header line (`CURL_MAX_HTTP_HEADER`), in bytes.
     static let headerLineLimit = 100 * 1024

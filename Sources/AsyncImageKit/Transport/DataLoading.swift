@@ -10,7 +10,12 @@ import Foundation
 /// - `completion` is called at most once, from any thread but never from
 ///   inside `loadData` itself, unless the returned task was cancelled first;
 /// - ``DataLoadingTask/cancel()`` says truthfully whether `completion` is now
-///   sure never to run (the loader then frees the transfer's slot itself).
+///   sure never to run (the loader then frees the transfer's slot itself);
+/// - a transfer that could not be made because there is no route to the
+///   server fails with ``AsyncImageError/offline(_:)`` (the loader goes
+///   offline on it: see ``AsyncImageLoader/networkStatus``), and one that
+///   could not resolve the host name with ``AsyncImageError/transport(_:code:message:)``
+///   code 6, as libcurl's.
 ///
 /// A custom transport implements ``loadData(_:completion:)``; it may also
 /// implement ``loadData(_:observer:completion:)`` to report progress and

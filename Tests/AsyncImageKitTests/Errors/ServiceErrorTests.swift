@@ -41,6 +41,7 @@ final class ServiceErrorTests: XCTestCase {
             (.tooManyRedirects(url, limit: 5), 502),
             (.headersTooLarge(url, limit: 65_536), 502),
             (.queueFull(url, limit: 10_000), 503),
+            (.offline(url), 503),
             (.timedOut(url, seconds: 10, stage: .transfer), 504),
             (.timedOut(url, seconds: 10, stage: .queued), 504),
             (.timedOut(url, seconds: 10, stage: .decode), 504),

@@ -21,7 +21,7 @@ extension AsyncImageLoader {
         StageWalk.note(.httpCache, .down, job.url)
         guard let readDisk = transfer.readDisk else {
             if transfer.rules.offline {
-                transferFinished(job, handle, .failure(.notCached(url)))
+                transferFinished(job, handle, .failure(transfer.rules.missError(url)))
             } else {
                 fetch(transfer, stale: nil, partial: nil)
             }
@@ -57,7 +57,7 @@ extension AsyncImageLoader {
             case .stale(let stored):
                 self.fetch(transfer, stale: stored, partial: nil)
             case .miss where transfer.rules.offline:
-                self.transferFinished(job, handle, .failure(.notCached(url)))
+                self.transferFinished(job, handle, .failure(transfer.rules.missError(url)))
             case .miss:
                 self.fetch(transfer, stale: nil, partial: partial)
             }
@@ -65,8 +65,11 @@ extension AsyncImageLoader {
     }
 
     /// Down to the network: the request with `stale`'s validators, or a
-    /// `Range` after `partial`'s bytes.
+    /// `Range` after `partial`'s bytes; unless the loader is offline (it
+    /// went offline since the lookup, or a retry's wait): then what the
+    /// disk holds, or ``AsyncImageError/offline(_:)``.
     private func fetch(_ transfer: TransferContext, stale: StoredResponse?, partial: StoredPartial?) {
+        if admitToNetwork(transfer) == .offline { return answerOffline(transfer, afterTransfer: false) }
         var request = transfer.request
         if let stale { request.headers.merge(transfer.policy.conditionalHeaders(stale.entry.head)) { $1 } }
         if let partial {
@@ -96,6 +99,8 @@ extension AsyncImageLoader {
         let (job, handle) = (transfer.job, transfer.handle)
         StageWalk.note(.httpCache, .up, job.url)
         state.withLock { _ in (job.response.requestTime, job.response.responseTime) = (requestTime, responseTime) }
+        // What the answer says of the network (it may go offline, or come back).
+        let offline = networkAnswered(job, result)
         var result = result
         if let partial {
             switch result {
@@ -136,6 +141,12 @@ extension AsyncImageLoader {
                 job, handle,
                 .success(refreshed.response(for: response.url, policy: transfer.policy, confirmedBy: response)),
                 stored: refreshed)
+        }
+        // The network failed and the loader is offline (this failure took
+        // it there, or it went while the transfer ran): answered as an
+        // offline request is, from the disk or `.offline`, not retried.
+        if offline, case .failure(let error) = result, error.isNetworkFailure {
+            return answerOffline(transfer, afterTransfer: true)
         }
         // The server could not be reached to revalidate: the stale
         // response, marked stale, where the rules allow it. Before any

@@ -14,8 +14,9 @@ struct TransferContext: Sendable {
     /// The HTTP caching rules (what a `304` and a failure mean for a stale response).
     let policy: HTTPCachePolicy
     /// When a stale stored response may be served (offline, while
-    /// revalidating, when the server cannot be reached).
-    let rules: StaleRules
+    /// revalidating, when the server cannot be reached); made offline when
+    /// the loader goes offline under it.
+    var rules: StaleRules
     /// How previews are decoded, when a request wants them.
     let previews: (options: DecodingOptions, processors: [any ImageProcessing])?
     /// Whether the transfer may end once a progressive JPEG's DC
@@ -185,6 +186,9 @@ extension AsyncImageLoader {
         let response = DataResponse(
             url: job.url, finalURL: head.finalURL, statusCode: head.statusCode, contentType: head.headers["content-type"],
             data: prefix, headers: head.headers)
+        // A server answered (the HTTP cache stage never sees this answer:
+        // the transfer was cut short here), which a probe waits for.
+        _ = networkAnswered(job, .success(response))
         transferFinished(job, handle, .success(response), endedEarly: true)
     }
 }

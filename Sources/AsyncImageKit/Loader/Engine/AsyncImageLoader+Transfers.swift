@@ -65,7 +65,9 @@ extension AsyncImageLoader {
         let readDisk = job.policy.contains(.skipDiskReads) ? nil : disk
         job.readsDisk = readDisk != nil
         let writeDisk = job.disk.cache
-        let rules = StaleRules(job.policy, isFileURL: job.url.isFileURL)
+        // Offline (and no probe due): the disk, or `.offline`, never the network.
+        let offline = state.network.isOffline(for: job.url, now: state.networkClock())
+        let rules = StaleRules(job.policy, isFileURL: job.url.isFileURL, networkDown: offline)
         let transfer = TransferContext(
             job: job, handle: handle, request: request, modifier: modifier, writeDisk: writeDisk, readDisk: readDisk,
             policy: state.httpCache, rules: rules, previews: previewPlan(job),
@@ -142,6 +144,12 @@ extension AsyncImageLoader {
         }
         let phase = job.phase
         effects.append { withExtendedLifetime(phase) {} }
+        // A probe that ends without the network's answer (cancelled): the
+        // next request may try the network at once.
+        if let probe = job.probe {
+            job.probe = nil
+            state.network.probeAbandoned(probe)
+        }
         // A wait for a retry nobody needs any more: its timer (whose handler
         // holds the transfer, and so the job) goes now, not when it would fire.
         if let timer = job.retryTimer {

@@ -78,6 +78,10 @@ final class LoadJob: @unchecked Sendable {
     let retryPolicy: RetryPolicy
     /// The retries made so far.
     var retries = 0
+    /// Its transfer is the probe of a network the loader thinks is down
+    /// (see `NetworkState`): its answer decides, and a job that ends
+    /// without one lets the next request probe.
+    var probe: UInt64?
     /// Fires when the wait before its next try is over (nil when none is
     /// waited for); cancelled when the job finishes, so a wait nobody
     /// needs any more holds nothing.

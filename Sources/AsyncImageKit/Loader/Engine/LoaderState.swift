@@ -39,6 +39,12 @@ struct LoaderState {
     var slots: TransferSlots
     /// The decode stage: bodies waiting for a decoder.
     var decodes: DecodeScheduler
+    /// Whether the network is used (the offline rules: see `NetworkState`).
+    var network: NetworkState
+    /// The clock of the offline rules' waits (`systemUptime`; tests replace it).
+    var networkClock: @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
+    /// The reachability's handler, registered while the loader lives.
+    var reachabilityObservation: ReachabilityObservation?
 
     // Delivery and bookkeeping.
     var sweepTimer: DispatchSourceTimer?
@@ -55,6 +61,7 @@ struct LoaderState {
             concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare,
             order: configuration.queueOrder)
         decodes = DecodeScheduler(order: configuration.queueOrder)
+        network = NetworkState(watches: configuration.reachability != nil)
         loadingTimeout = configuration.loadingTimeout
         requestTimeout = configuration.requestTimeout
         retryPolicy = configuration.retryPolicy

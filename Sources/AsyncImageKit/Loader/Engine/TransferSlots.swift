@@ -4,6 +4,12 @@
 /// body goes to a decoder, or it ends while loading or waiting for one.
 /// Prefetch lanes may hold at most their share of the slots while visible
 /// lanes wait. Guarded by the loader's lock.
+///
+/// While the loader is offline (``offline``), jobs take slots of a second
+/// set of `concurrentLoads`: they read the disk and need no network, and
+/// must not wait behind transfers that started before the network went
+/// down and may hang until their timeout. Each job gives its slot back to
+/// the set it took it from.
 struct TransferSlots {
     /// The most transfers at once (at least 1).
     var concurrentLoads: Int { didSet { concurrentLoads = max(1, concurrentLoads) } }
@@ -15,6 +21,10 @@ struct TransferSlots {
     private(set) var peakInFlight = 0
     /// The jobs holding a slot (loading, or a body waiting for a decoder).
     private var holding: [ObjectIdentifier: LoadJob] = [:]
+    /// Those of ``holding`` whose slot is of the offline set.
+    private var offlineHolders: Set<ObjectIdentifier> = []
+    /// Whether jobs take slots of the offline set now (the loader is offline).
+    var offline = false
 
     init(concurrentLoads: Int, prefetchShare: Double, order: QueueOrder) {
         self.concurrentLoads = max(1, concurrentLoads)
@@ -29,7 +39,7 @@ struct TransferSlots {
     /// The best waiting lane, taken out of the queue, if a slot is free
     /// (a prefetch lane only within the prefetch cap, or when no visible lane waits).
     mutating func nextLane() -> Lane? {
-        guard inFlight < concurrentLoads else { return nil }
+        guard heldInCurrentSet < concurrentLoads else { return nil }
         let allowPrefetch = prefetchInFlight < prefetchCap || !queue.hasVisible
         return queue.pop(allowPrefetch: allowPrefetch)
     }
@@ -39,25 +49,34 @@ struct TransferSlots {
         inFlight += 1
         peakInFlight = max(peakInFlight, inFlight)
         holding[ObjectIdentifier(job)] = job
+        if offline { offlineHolders.insert(ObjectIdentifier(job)) }
     }
 
     /// The one place a slot is given back.
     mutating func release(of job: LoadJob) {
         guard holding.removeValue(forKey: ObjectIdentifier(job)) != nil else { return }
+        offlineHolders.remove(ObjectIdentifier(job))
         inFlight -= 1
     }
+
+    /// Slots held of the set jobs take now.
+    private var heldInCurrentSet: Int { offline ? offlineHolders.count : inFlight - offlineHolders.count }
+
+    /// Whether `job`'s slot is of the set jobs take now.
+    private func inCurrentSet(_ job: LoadJob) -> Bool { offlineHolders.contains(ObjectIdentifier(job)) == offline }
 
     /// The jobs holding a slot.
     var holders: Dictionary<ObjectIdentifier, LoadJob>.Values { holding.values }
 
     /// Empties the slots and the queue (the loader's `deinit`); returns the holders.
     mutating func removeAll() -> [LoadJob] {
-        defer { (holding, queue, inFlight) = ([:], TransferQueue(order: queue.order), 0) }
+        defer { (holding, offlineHolders, queue, inFlight) = ([:], [], TransferQueue(order: queue.order), 0) }
         return Array(holding.values)
     }
 
-    /// Slots held for prefetch requests only (at most `concurrentLoads` jobs to look at).
-    private var prefetchInFlight: Int { holding.values.count { !$0.hasVisibleRequest } }
+    /// Slots of the current set held for prefetch requests only (at most
+    /// twice `concurrentLoads` jobs to look at).
+    private var prefetchInFlight: Int { holding.values.count { !$0.hasVisibleRequest && inCurrentSet($0) } }
 
     /// The most transfers prefetch requests may hold while visible requests wait.
     private var prefetchCap: Int {
