@@ -81,24 +81,8 @@ public final class LinkEmulator: Sendable {
     public init(upstreamPort: UInt16, settings: Settings) throws {
         self.upstreamPort = upstreamPort
         self.settings = settings
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LoopbackServerError.socket(errno) }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 256) == 0 else {
-            let code = errno
-            close(fd)
-            throw LoopbackServerError.socket(code)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
+        let (fd, port) = try LoopbackSocket.listen(backlog: 256)
+        self.port = port
         Self.setNonBlocking(fd)
         listener = fd
         var fds: [Int32] = [0, 0]
@@ -142,14 +126,6 @@ public final class LinkEmulator: Sendable {
         guard first else { return }
         var byte: UInt8 = 1
         _ = write(wakePipe.write, &byte, 1)
-    }
-
-    static func loopback(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
     }
 
     static func setNonBlocking(_ fd: Int32) {
@@ -312,7 +288,7 @@ private struct RelayLoop {
             if server >= 0 {
                 setsockopt(server, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
             }
-            var address = LinkEmulator.loopback(port: upstreamPort)
+            var address = LoopbackSocket.address(port: upstreamPort)
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }

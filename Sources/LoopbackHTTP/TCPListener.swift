@@ -15,24 +15,8 @@ final class TCPListener: Sendable {
     private let state = Locked((open: Set<Int32>(), stopped: false))
 
     init(serve: @escaping @Sendable (TCPListener, Int32) -> Void) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LoopbackServerError.socket(errno) }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = TCPListener.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 128) == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw LoopbackServerError.socket(code)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
+        let (fd, port) = try LoopbackSocket.listen(backlog: 128)
+        self.port = port
         listener = fd
         let thread = Thread { [self] in
             while true {
@@ -91,7 +75,7 @@ final class TCPListener: Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         guard track(fd) else { return nil }
-        var address = TCPListener.loopback(port: port)
+        var address = LoopbackSocket.address(port: UInt16(port))
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -156,13 +140,5 @@ final class TCPListener: Sendable {
             head += byte
         }
         return head
-    }
-
-    static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
     }
 }

@@ -31,6 +31,17 @@ public final class Counter: @unchecked Sendable {
 }
 
 extension XCTestCase {
+    /// Polls (every 2 ms, at most `seconds`) until `condition` holds: for a
+    /// state another thread or process reaches, never to order events.
+    public func waitUntil(upTo seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { return false }
+            usleep(2_000)
+        }
+        return true
+    }
+
     /// A fresh folder under the temporary directory (not created), removed
     /// when the test ends.
     public func temporaryFolder(_ prefix: String) -> URL {

@@ -45,15 +45,6 @@ final class ConnectionsPerHostTests: XCTestCase {
         func url(_ path: String) -> URL { server.url(path) }
     }
 
-    private func wait(upTo seconds: Double = 10, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(2_000)
-        }
-        return true
-    }
-
     func testWaitingTransfersGetConnectionsByUrgencyAndCancelsCostNothing() throws {
         let held = try HeldServer()
         defer { held.server.stop() }
@@ -69,7 +60,7 @@ final class ConnectionsPerHostTests: XCTestCase {
         }
         _ = load("/a", level: 0, stamp: 1)
         _ = load("/b", level: 0, stamp: 2)
-        XCTAssertTrue(wait { held.paths.count == 2 })
+        XCTAssertTrue(waitUntil { held.paths.count == 2 })
         // These wait for one of the two connections.
         _ = load("/old", level: 0, stamp: 3)
         let cancelled = load("/cancelled", level: 0, stamp: 9)
@@ -78,13 +69,13 @@ final class ConnectionsPerHostTests: XCTestCase {
         _ = load("/old-too", level: 0, stamp: 3)
         // The loop has filed all five before the first answer frees a connection.
         let loop = CurlEventLoop.shared(maxConnectionsPerHost: 2)
-        XCTAssertTrue(wait { loop.waitingTransfers == 5 }, "\(loop.waitingTransfers) waiting")
+        XCTAssertTrue(waitUntil { loop.waitingTransfers == 5 }, "\(loop.waitingTransfers) waiting")
         XCTAssertTrue(cancelled.cancel())
         XCTAssertEqual(held.paths.count, 2, "no more than the cap at once: \(held.paths)")
         for path in ["/a", "/b", "/urgent", "/new", "/old", "/old-too"] {
             held.release(path)
         }
-        XCTAssertTrue(wait { results.withLock { $0.count } == 6 }, "\(results.withLock { $0 })")
+        XCTAssertTrue(waitUntil { results.withLock { $0.count } == 6 }, "\(results.withLock { $0 })")
         // The most urgent first: the higher level, then the higher stamp,
         // then (equal urgency) the first asked for; the cancelled one never went.
         XCTAssertEqual(Array(held.paths.dropFirst(2)), ["/urgent", "/new", "/old", "/old-too"])
@@ -103,7 +94,7 @@ final class ConnectionsPerHostTests: XCTestCase {
             XCTAssertNotNil(try? result.get())
             first.fulfill()
         }
-        XCTAssertTrue(wait { held.paths == ["/first"] })
+        XCTAssertTrue(waitUntil { held.paths == ["/first"] })
         let second = expectation(description: "second")
         _ = loader.loadData(DataRequest(url: held.url("/second"), timeout: 0.3)) { result in
             XCTAssertEqual(try? result.get().data, Data("/second".utf8), "\(result)")

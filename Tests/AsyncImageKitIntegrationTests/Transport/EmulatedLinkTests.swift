@@ -9,17 +9,6 @@ import XCTest
 final class EmulatedLinkTests: XCTestCase {
     private func body(_ count: Int) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }) }
 
-    /// Waits (polling, at most `seconds`) until `condition` holds: for a
-    /// state another thread reaches, not to order events.
-    private func wait(upTo seconds: Double = 10, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(2_000)
-        }
-        return true
-    }
-
     /// The link delays a new connection's first bytes by one and a half
     /// round trips (the TCP handshake, then half a round trip), the answer
     /// by half a round trip more, and paces the body at its rate: a 100 KB
@@ -65,7 +54,7 @@ final class EmulatedLinkTests: XCTestCase {
         wait(for: [done], timeout: 30)
         XCTAssertEqual(link.counters.connections, 1)
         link.stop()
-        XCTAssertTrue(wait { link.openConnections == 0 }, "the stopped link closed its connections")
+        XCTAssertTrue(waitUntil { link.openConnections == 0 }, "the stopped link closed its connections")
     }
 
     /// A transfer cancelled while the TLS connection it opened is still
@@ -91,11 +80,11 @@ final class EmulatedLinkTests: XCTestCase {
         let loop = CurlEventLoop.shared(maxConnectionsPerHost: TransportConfiguration.defaultMaxConnectionsPerHost)
 
         let first = loader.loadData(from: url) { _ in XCTFail("a cancelled transfer completed") }
-        XCTAssertTrue(wait { link.counters.connections == 1 }, "the first transfer connected")
+        XCTAssertTrue(waitUntil { link.counters.connections == 1 }, "the first transfer connected")
         XCTAssertTrue(first.cancel(), "cancelled before any answer")
         // Its connection finishes setting up (its pre-request callback notes
         // the protocol, then stops the abandoned transfer before its request).
-        XCTAssertTrue(wait { loop.mayMultiplex(origin) == true }, "the handshake completed and said HTTP/2")
+        XCTAssertTrue(waitUntil { loop.mayMultiplex(origin) == true }, "the handshake completed and said HTTP/2")
 
         let response = try await loader.data(from: url)
         XCTAssertEqual(response.data, payload)
@@ -121,10 +110,10 @@ final class EmulatedLinkTests: XCTestCase {
         let loader = DataLoader(configuration: configuration)
         let url = URL(string: "https://127.0.0.1:\(link.port)/a.bin")!
         let task = loader.loadData(from: url) { _ in XCTFail("a cancelled transfer completed") }
-        XCTAssertTrue(wait { link.counters.connections == 1 })
+        XCTAssertTrue(waitUntil { link.counters.connections == 1 })
         XCTAssertTrue(task.cancel())
         // Closed at once: the link sees the client's end long before a handshake could finish.
-        XCTAssertTrue(wait(upTo: 5) { link.openConnections == 0 }, "the connection was closed")
+        XCTAssertTrue(waitUntil(upTo: 5) { link.openConnections == 0 }, "the connection was closed")
         let loop = CurlEventLoop.shared(maxConnectionsPerHost: TransportConfiguration.defaultMaxConnectionsPerHost)
         XCTAssertNil(loop.mayMultiplex("https://127.0.0.1:\(link.port)"), "no request was ever about to be sent")
     }
