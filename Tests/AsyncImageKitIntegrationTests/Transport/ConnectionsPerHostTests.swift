@@ -72,13 +72,19 @@ final class ConnectionsPerHostTests: XCTestCase {
         XCTAssertTrue(waitUntil { loop.waitingTransfers == 5 }, "\(loop.waitingTransfers) waiting")
         XCTAssertTrue(cancelled.cancel())
         XCTAssertEqual(held.paths.count, 2, "no more than the cap at once: \(held.paths)")
-        for path in ["/a", "/b", "/urgent", "/new", "/old", "/old-too"] {
-            held.release(path)
+        // One connection freed at a time, so each next transfer's arrival is certain:
+        // the most urgent first: the higher level, then the higher stamp,
+        // then (equal urgency) the first asked for; the cancelled one never goes.
+        var expected = ["/a", "/b"]
+        for (release, next) in [("/a", "/urgent"), ("/urgent", "/new"), ("/new", "/old"), ("/old", "/old-too")] {
+            held.release(release)
+            expected.append(next)
+            XCTAssertTrue(waitUntil { held.paths.count == expected.count }, "\(held.paths)")
+            XCTAssertEqual(held.paths, expected)
         }
+        held.release("/b")
+        held.release("/old-too")
         XCTAssertTrue(waitUntil { results.withLock { $0.count } == 6 }, "\(results.withLock { $0 })")
-        // The most urgent first: the higher level, then the higher stamp,
-        // then (equal urgency) the first asked for; the cancelled one never went.
-        XCTAssertEqual(Array(held.paths.dropFirst(2)), ["/urgent", "/new", "/old", "/old-too"])
         XCTAssertFalse(held.paths.contains("/cancelled"))
     }
 
