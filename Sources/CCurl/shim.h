@@ -99,7 +99,8 @@ static inline int aiv_curl_alpn_is_h2(CURL *handle) {
         || info->backend != CURLSSLBACKEND_OPENSSL || info->internals == NULL) {
         return -1;
     }
-    /* Looked up each time (once per request): no shared state between loop threads. */
+    /* Looked up for each new connection (microseconds beside its TLS handshake):
+       no state shared between loop threads. */
     aiv_alpn_selected_fn selected = (aiv_alpn_selected_fn)dlsym((void *)0 /* RTLD_DEFAULT */, "SSL_get0_alpn_selected");
     if (selected == NULL) return -1;
     const unsigned char *protocol = NULL;

@@ -50,6 +50,22 @@ extension XCTestCase {
         return folder
     }
 
+    /// The ``AsyncImageError`` that `body` throws; a test failure if it
+    /// returns or throws anything else.
+    public func asyncImageError(
+        file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void
+    ) async -> AsyncImageError? {
+        do {
+            try await body()
+            XCTFail("expected a failure", file: file, line: line)
+        } catch let error as AsyncImageError {
+            return error
+        } catch {
+            XCTFail("expected AsyncImageError, got \(error)", file: file, line: line)
+        }
+        return nil
+    }
+
     /// Asserts that `body` throws an ``AsyncImageError`` and returns it.
     public func assertDecodingFails(
         _ body: () throws -> Image, file: StaticString = #filePath, line: UInt = #line

@@ -184,7 +184,7 @@ final class CurlEventLoop: Sendable {
                 for transfer in admission.multiplexes(origin) { begin(transfer) }
             }
             let waitingNow = admission.waitingCount
-            if waiting.withLock({ $0 }) != waitingNow { waiting.withLock { $0 = waitingNow } }
+            waiting.withLock { $0 = waitingNow }
             wakeUps.check(active, now: Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
             var ready: Int32 = 0
             curl_multi_poll(multi, nil, 0, wakeUps.pollMilliseconds(activeTransfers: active.count), &ready)

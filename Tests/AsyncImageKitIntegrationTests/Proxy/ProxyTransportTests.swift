@@ -52,21 +52,6 @@ final class ProxyTransportTests: XCTestCase {
         XCTAssertEqual(image.pixel(x: 0, y: 0), ImageServer.color(n), file: file, line: line)
     }
 
-    /// The ``AsyncImageError`` `body` throws, or a test failure.
-    private func failure(
-        file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void
-    ) async -> AsyncImageError? {
-        do {
-            try await body()
-            XCTFail("expected a failure", file: file, line: line)
-        } catch let error as AsyncImageError {
-            return error
-        } catch {
-            XCTFail("expected AsyncImageError, got \(error)", file: file, line: line)
-        }
-        return nil
-    }
-
     /// Runs `body` with the environment variables set (nil: unset), then
     /// puts them back. libcurl reads them when each transfer is set up, on
     /// its own thread: no transfer runs while they change.
@@ -173,7 +158,7 @@ final class ProxyTransportTests: XCTestCase {
         XCTAssertEqual(proxy.requests.last?.authorization, expected)
 
         for wrong in [nil, ProxyCredentials(user: "fleet", password: "guess")] {
-            let error = await failure { _ = try await self.transport(.server(proxy.url, credentials: wrong)).data(from: url) }
+            let error = await asyncImageError { _ = try await self.transport(.server(proxy.url, credentials: wrong)).data(from: url) }
             guard case .httpStatus(let failedURL, 407, let headers) = error else {
                 return XCTFail("expected the proxy's 407, got \(String(describing: error))")
             }
@@ -206,7 +191,7 @@ final class ProxyTransportTests: XCTestCase {
         // the system's store unless told otherwise. (First: `s_server`
         // serves one connection at a time, and waits for the client to
         // close the one it answered, which libcurl keeps.)
-        let error = await failure { _ = try await self.transport(.server(proxy.url)).data(from: url) }
+        let error = await asyncImageError { _ = try await self.transport(.server(proxy.url)).data(from: url) }
         guard case .tls(url, _, let message) = error else { return XCTFail("expected .tls, got \(String(describing: error))") }
         XCTAssertTrue(message.hasPrefix("through proxy \(proxy.url.absoluteString): "), message)
 
@@ -239,7 +224,7 @@ final class ProxyTransportTests: XCTestCase {
         XCTAssertEqual(again.data, png)
         XCTAssertEqual(again.connection?.newConnections, 0, "the tunnel is kept for the same credentials")
 
-        let error = await failure {
+        let error = await asyncImageError {
             _ = try await self.transport(.server(proxy.url), authority: certificates.authority).data(from: url)
         }
         XCTAssertEqual(
@@ -293,7 +278,7 @@ final class ProxyTransportTests: XCTestCase {
         let port = try ServerProcess.freePort()
         let down = URL(string: "http://127.0.0.1:\(port)")!
         let url = origin.url(11)
-        let error = await failure { _ = try await self.transport(.server(down)).data(from: url) }
+        let error = await asyncImageError { _ = try await self.transport(.server(down)).data(from: url) }
         guard case .transport(url, 7, let message) = error else {
             return XCTFail("expected .transport code 7, got \(String(describing: error))")
         }
@@ -301,11 +286,11 @@ final class ProxyTransportTests: XCTestCase {
         XCTAssertTrue(error!.description.contains("through proxy"), error!.description)
 
         // Through the image loader: the same error.
-        let loaded = await failure { _ = try await self.imageLoader(.server(down)).image(for: url) }
+        let loaded = await asyncImageError { _ = try await self.imageLoader(.server(down)).image(for: url) }
         XCTAssertEqual(loaded, error)
 
         let socksDown = URL(string: "socks5h://127.0.0.1:\(port)")!
-        let socksError = await failure { _ = try await self.transport(.server(socksDown)).data(from: url) }
+        let socksError = await asyncImageError { _ = try await self.transport(.server(socksDown)).data(from: url) }
         guard case .transport(url, _, let socksMessage) = socksError else {
             return XCTFail("expected .transport, got \(String(describing: socksError))")
         }
@@ -315,14 +300,14 @@ final class ProxyTransportTests: XCTestCase {
         let refusing = try LoopbackProxy(refusedTargets: ["127.0.0.1"])
         defer { refusing.stop() }
         let secure = URL(string: "https://127.0.0.1:\(port)/a.png")!
-        let tunnel = await failure { _ = try await self.transport(.server(refusing.url)).data(from: secure) }
+        let tunnel = await asyncImageError { _ = try await self.transport(.server(refusing.url)).data(from: secure) }
         guard case .transport(secure, _, let tunnelMessage) = tunnel else {
             return XCTFail("expected .transport, got \(String(describing: tunnel))")
         }
         XCTAssertEqual(tunnelMessage, "through proxy \(refusing.url.absoluteString): the proxy refused the tunnel: CONNECT answered 403")
 
         // A scheme no proxy has: every transfer fails at once, saying why.
-        let unusable = await failure {
+        let unusable = await asyncImageError {
             _ = try await self.transport(.server(URL(string: "ftp://127.0.0.1:\(port)")!)).data(from: url)
         }
         XCTAssertEqual(
@@ -352,16 +337,16 @@ final class ProxyTransportTests: XCTestCase {
         XCTAssertEqual(proxy.requests.count, 2)
 
         let literal = origin.url(13)
-        let refused = await failure { _ = try await trusted.image(for: literal) }
+        let refused = await asyncImageError { _ = try await trusted.image(for: literal) }
         XCTAssertEqual(refused, .refused(literal, reason: "127.0.0.1 is a loopback address"))
-        let transportRefused = await failure {
+        let transportRefused = await asyncImageError {
             _ = try await self.transport(.server(proxy.url), policy: .publicOnly).data(from: URL(string: "http://10.0.0.5/a.png")!)
         }
         XCTAssertEqual(transportRefused, .refused(URL(string: "http://10.0.0.5/a.png")!, reason: "10.0.0.5 is a private address"))
         XCTAssertEqual(proxy.requests.count, 2, "nothing refused reached the proxy")
 
         let redirecting = URL(string: "http://images.example:\(port)/to-loopback")!
-        let redirect = await failure { _ = try await self.transport(.server(proxy.url), policy: .publicOnly).data(from: redirecting) }
+        let redirect = await asyncImageError { _ = try await self.transport(.server(proxy.url), policy: .publicOnly).data(from: redirecting) }
         XCTAssertEqual(
             redirect,
             .refused(redirecting, reason: "redirect to http://127.0.0.1:\(port)/img/13.png: 127.0.0.1 is a loopback address"))
@@ -370,14 +355,14 @@ final class ProxyTransportTests: XCTestCase {
 
         // Bypassed: connected to directly, and held to the address rule.
         let bypassed = URL(string: "http://localhost:\(port)/img/14.png")!
-        let direct = await failure { _ = try await self.transport(.server(proxy.url, bypass: ["localhost"]), policy: .publicOnly).data(from: bypassed) }
+        let direct = await asyncImageError { _ = try await self.transport(.server(proxy.url, bypass: ["localhost"]), policy: .publicOnly).data(from: bypassed) }
         guard case .refused(bypassed, let reason) = direct else { return XCTFail("expected .refused, got \(String(describing: direct))") }
         XCTAssertTrue(reason.hasSuffix("is a loopback address"), reason)
 
         // The environment's proxy is checked like any connection.
         let requestsBefore = proxy.requests.count
         await withEnvironment(proxyEnvironment(proxy.url)) {
-            let error = await failure { _ = try await self.imageLoader(.environment, policy: .publicOnly).image(for: self.named(15)) }
+            let error = await asyncImageError { _ = try await self.imageLoader(.environment, policy: .publicOnly).image(for: self.named(15)) }
             XCTAssertEqual(error, .refused(named(15), reason: "127.0.0.1 is a loopback address"))
         }
         XCTAssertEqual(proxy.requests.count, requestsBefore)

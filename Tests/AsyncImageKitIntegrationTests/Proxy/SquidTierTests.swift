@@ -60,21 +60,6 @@ final class SquidTierTests: XCTestCase {
         DataLoader(configuration: TransportConfiguration(timeout: 20, urlPolicy: policy, proxy: proxy))
     }
 
-    /// The ``AsyncImageError`` `body` throws, or a test failure.
-    private func failure(
-        file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void
-    ) async -> AsyncImageError? {
-        do {
-            try await body()
-            XCTFail("expected a failure", file: file, line: line)
-        } catch let error as AsyncImageError {
-            return error
-        } catch {
-            XCTFail("expected AsyncImageError, got \(error)", file: file, line: line)
-        }
-        return nil
-    }
-
     // MARK: The fleet
 
     /// Two loaders in two processes, one after the other, load the same
@@ -169,7 +154,7 @@ final class SquidTierTests: XCTestCase {
         XCTAssertEqual(second.connection?.newConnections, 0, "one setting: the connection is shared")
         XCTAssertEqual(origin.requestCount(origin.url(1)), 1)
 
-        let error = await failure { _ = try await self.transport(.server(httpsURL)).data(from: url) }
+        let error = await asyncImageError { _ = try await self.transport(.server(httpsURL)).data(from: url) }
         guard case .tls(url, _, let message) = error else { return XCTFail("expected .tls, got \(String(describing: error))") }
         XCTAssertTrue(message.hasPrefix("through proxy \(httpsURL.absoluteString): "), message)
         // The loader that trusts the proxy still gets through (on a connection of its own now).
@@ -189,14 +174,14 @@ final class SquidTierTests: XCTestCase {
         let origin = try cacheableOrigin()
         // TEST-NET-1: Squid's rules deny it before connecting anywhere.
         let denied = URL(string: "http://192.0.2.1/a.png")!
-        let status = await failure { _ = try await self.transport(.server(squid.url)).data(from: denied) }
+        let status = await asyncImageError { _ = try await self.transport(.server(squid.url)).data(from: denied) }
         guard case .httpStatus(denied, 403, let headers) = status else {
             return XCTFail("expected Squid's 403, got \(String(describing: status))")
         }
         XCTAssertEqual(headers["x-squid-error"]?.hasPrefix("ERR_ACCESS_DENIED"), true, "\(headers)")
 
         let tunnel = URL(string: "https://192.0.2.1/a.png")!
-        let refused = await failure { _ = try await self.transport(.server(squid.url)).data(from: tunnel) }
+        let refused = await asyncImageError { _ = try await self.transport(.server(squid.url)).data(from: tunnel) }
         guard case .transport(tunnel, _, let message) = refused else {
             return XCTFail("expected .transport, got \(String(describing: refused))")
         }
@@ -204,7 +189,7 @@ final class SquidTierTests: XCTestCase {
         XCTAssertTrue(message.contains("403"), message)
 
         let literal = origin.url(2)
-        let policy = await failure { _ = try await self.transport(.server(squid.url), policy: .publicOnly).data(from: literal) }
+        let policy = await asyncImageError { _ = try await self.transport(.server(squid.url), policy: .publicOnly).data(from: literal) }
         XCTAssertEqual(policy, .refused(literal, reason: "127.0.0.1 is a loopback address"))
         let named = Self.named(2, port: literal.port!)
         let allowed = try await transport(.server(squid.url), policy: .publicOnly).data(from: named)
