@@ -93,29 +93,44 @@ public struct DataRequest: Sendable, Hashable {
 }
 
 /// How urgent a transfer is, for the order in which transfers waiting for
-/// a connection of their host get one: a higher ``level`` first, then a
-/// higher ``stamp``. An ``AsyncImageLoader`` passes its queue's order at
-/// the moment the transfer starts: as the level, the ``ImagePriority``
-/// and then whether the request is the first in flight of its target and
-/// action (a cell's thumbnail before any cell's full image); as the stamp,
+/// a connection of their host get one: a higher ``priority`` first, then
+/// among equal priorities a transfer ``isFirstForTarget`` first, then a
+/// higher ``stamp``. Equals go in the order they were asked for.
+///
+/// An ``AsyncImageLoader`` passes its queue's order at the moment the
+/// transfer starts: the request's ``ImagePriority``; whether it is the first
+/// request in flight of its target and action (what the target shows first:
+/// a cell's thumbnail, before any cell's full image); and, as the stamp,
 /// when the target was last touched (``QueueOrder/lifo``: the cells on
 /// screen now before those scrolled past) or how long the request has
-/// waited (``QueueOrder/fifo``). Equals go in the order they were asked for.
+/// waited (``QueueOrder/fifo``).
+///
+/// One exception keeps a link busy over HTTP/1.1, where each connection
+/// carries one transfer at a time and spends a round trip idle before each
+/// answer: first-for-target transfers (small, round-trip bound) hold at
+/// most all but one of their origin's connections while transfers of the
+/// same priority that are not first for their target wait. The one left
+/// carries bytes (full images) while the others go round trips.
 public struct TransferUrgency: Sendable, Hashable, Comparable {
     /// The first key (an ``ImagePriority``'s raw value, for a loader).
-    public var level: Int
-    /// The second key.
+    public var priority: Int
+    /// The second key: the first request in flight of its target (what the
+    /// target shows first).
+    public var isFirstForTarget: Bool
+    /// The third key.
     public var stamp: UInt64
 
     /// An urgency; the default is the same for every transfer.
-    public init(level: Int = 0, stamp: UInt64 = 0) {
-        self.level = level
+    public init(priority: Int = 0, isFirstForTarget: Bool = false, stamp: UInt64 = 0) {
+        self.priority = priority
+        self.isFirstForTarget = isFirstForTarget
         self.stamp = stamp
     }
 
-    /// Less urgent: a lower level, or the same level and a lower stamp.
+    /// Less urgent: a lower priority; the same, and not first for its
+    /// target while the other is; or both the same and a lower stamp.
     public static func < (lhs: TransferUrgency, rhs: TransferUrgency) -> Bool {
-        (lhs.level, lhs.stamp) < (rhs.level, rhs.stamp)
+        (lhs.priority, lhs.isFirstForTarget ? 1 : 0, lhs.stamp) < (rhs.priority, rhs.isFirstForTarget ? 1 : 0, rhs.stamp)
     }
 }
 

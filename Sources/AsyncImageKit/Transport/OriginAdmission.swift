@@ -16,16 +16,60 @@
 /// ``CurlEventLoop/noteMultiplexing(_:_:)``) has no cap: its transfers are
 /// streams of one connection. When an origin is found to multiplex, all
 /// that wait for it start at once.
+///
+/// The order has one exception (see ``TransferUrgency``): transfers first
+/// for their target hold at most all but one of an origin's places while
+/// transfers of the same priority that are not first for their target
+/// wait. Over HTTP/1.1 each connection spends a round trip idle before
+/// each answer; small first images (thumbnails) on every connection leave
+/// the link idle for those round trips, and one connection carrying a
+/// full image keeps it busy (measured: 150 ms, 10 Mbit/s, the scroll's
+/// final screen 1.14x its limit with every place to thumbnails, see
+/// BENCHMARKS.md).
 struct OriginAdmission {
     /// The cap per origin; 0: none.
     let limit: Int
-    /// Transfers holding a place, by origin.
-    private var running: [String: Int] = [:]
-    /// Transfers waiting for a place, by origin, most urgent first.
-    private var waiting: [String: WaitingTransfers] = [:]
+    /// The origins with a transfer holding a place or waiting for one.
+    private var origins: [String: Places] = [:]
     private var sequence: UInt64 = 0
     /// Transfers waiting, cancelled ones not yet swept included.
     private(set) var waitingCount = 0
+
+    /// One origin's places.
+    private struct Places {
+        /// Transfers holding a place, and how many of them are first for their target.
+        var running = 0
+        var runningFirsts = 0
+        /// Waiting transfers, most urgent first, apart by ``TransferUrgency/isFirstForTarget``.
+        var firsts = WaitingTransfers()
+        var others = WaitingTransfers()
+
+        var isUnused: Bool { running == 0 && firsts.isEmpty && others.isEmpty }
+        var waiting: Int { firsts.count + others.count }
+
+        mutating func take(_ transfer: CurlTransfer) {
+            running += 1
+            if transfer.urgency.isFirstForTarget { runningFirsts += 1 }
+            transfer.holdsOriginPlace = true
+        }
+
+        mutating func give(_ transfer: CurlTransfer) {
+            running -= 1
+            if transfer.urgency.isFirstForTarget { runningFirsts -= 1 }
+            transfer.holdsOriginPlace = false
+        }
+
+        /// The waiting transfer to take a free place: the most urgent, but
+        /// not the last place to a first-for-target transfer while another
+        /// of its priority waits (the exception above).
+        mutating func next(limit: Int) -> CurlTransfer? {
+            guard let first = firsts.peek() else { return others.pop() }
+            guard let other = others.peek() else { return firsts.pop() }
+            if other.urgency > first.urgency { return others.pop() }
+            let lastPlace = limit >= 2 && runningFirsts >= limit - 1
+            return lastPlace && other.urgency.priority == first.urgency.priority ? others.pop() : firsts.pop()
+        }
+    }
 
     init(limit: Int) { self.limit = max(0, limit) }
 
@@ -35,13 +79,13 @@ struct OriginAdmission {
         sequence &+= 1
         transfer.arrival = sequence
         guard limit > 0, multiplexes != true else { return true }
-        let origin = transfer.origin
-        if running[origin, default: 0] < limit {
-            running[origin, default: 0] += 1
-            transfer.holdsOriginPlace = true
+        var places = origins[transfer.origin, default: Places()]
+        defer { origins[transfer.origin] = places }
+        if places.running < limit {
+            places.take(transfer)
             return true
         }
-        waiting[origin, default: WaitingTransfers()].push(transfer)
+        if transfer.urgency.isFirstForTarget { places.firsts.push(transfer) } else { places.others.push(transfer) }
         waitingCount += 1
         return false
     }
@@ -49,46 +93,36 @@ struct OriginAdmission {
     /// `transfer` ended (finished, or cancelled after it started): gives
     /// its place back; returns the transfer that takes it, if one waits.
     mutating func ended(_ transfer: CurlTransfer) -> CurlTransfer? {
-        guard transfer.holdsOriginPlace else { return nil }
-        transfer.holdsOriginPlace = false
-        let origin = transfer.origin
-        if let next = pop(origin) {
-            if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
-            next.holdsOriginPlace = true
-            return next
-        }
-        waiting[origin] = nil
-        running[origin, default: 1] -= 1
-        if running[origin] == 0 { running[origin] = nil }
-        return nil
+        guard transfer.holdsOriginPlace, var places = origins[transfer.origin] else { return nil }
+        places.give(transfer)
+        let before = places.waiting
+        let next = places.next(limit: limit)
+        waitingCount -= before - places.waiting
+        if let next { places.take(next) }
+        origins[transfer.origin] = places.isUnused ? nil : places
+        return next
     }
 
-    /// The origin multiplexes: every transfer waiting for it, to start now.
+    /// The origin multiplexes: every transfer waiting for it, to start now,
+    /// most urgent first.
     mutating func multiplexes(_ origin: String) -> [CurlTransfer] {
+        guard var places = origins[origin] else { return [] }
         var all: [CurlTransfer] = []
-        while let next = pop(origin) { all.append(next) }
-        waiting[origin] = nil
+        waitingCount -= places.waiting
+        while let next = places.next(limit: 0) { all.append(next) }
+        places.firsts = WaitingTransfers()
+        places.others = WaitingTransfers()
+        origins[origin] = places.isUnused ? nil : places
         return all
     }
 
     /// A waiting transfer was cancelled: forgotten (lazily; see `WaitingTransfers`).
     mutating func cancelledWhileWaiting(_ transfer: CurlTransfer) {
-        let origin = transfer.origin
-        guard var queue = waiting[origin] else { return }
-        let before = queue.count
-        queue.noteCancelled()
-        waitingCount -= before - queue.count
-        waiting[origin] = queue.isEmpty ? nil : queue
-    }
-
-    /// The origin's most urgent waiting transfer that was not cancelled.
-    private mutating func pop(_ origin: String) -> CurlTransfer? {
-        guard var queue = waiting[origin] else { return nil }
-        let before = queue.count
-        let next = queue.pop()
-        waitingCount -= before - queue.count
-        waiting[origin] = queue.isEmpty ? nil : queue
-        return next
+        guard var places = origins[transfer.origin] else { return }
+        let before = places.waiting
+        if transfer.urgency.isFirstForTarget { places.firsts.noteCancelled() } else { places.others.noteCancelled() }
+        waitingCount -= before - places.waiting
+        origins[transfer.origin] = places.isUnused ? nil : places
     }
 }
 
@@ -112,23 +146,30 @@ struct WaitingTransfers {
         siftUp(heap.count - 1)
     }
 
+    /// The most urgent transfer not cancelled, left in (cancelled ones
+    /// that reach the top are dropped).
+    mutating func peek() -> CurlTransfer? {
+        while let top = heap.first, top.isCancelled {
+            removeTop()
+            cancelled = max(0, cancelled - 1)
+        }
+        if heap.isEmpty { cancelled = 0 }
+        return heap.first
+    }
+
     /// The most urgent transfer not cancelled, taken out.
     mutating func pop() -> CurlTransfer? {
-        while !heap.isEmpty {
-            let top = heap[0]
-            let last = heap.removeLast()
-            if !heap.isEmpty {
-                heap[0] = last
-                siftDown(0)
-            }
-            if top.isCancelled {
-                cancelled = max(0, cancelled - 1)
-                continue
-            }
-            return top
+        guard let top = peek() else { return nil }
+        removeTop()
+        return top
+    }
+
+    private mutating func removeTop() {
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+            heap[0] = last
+            siftDown(0)
         }
-        cancelled = 0
-        return nil
     }
 
     mutating func noteCancelled() {

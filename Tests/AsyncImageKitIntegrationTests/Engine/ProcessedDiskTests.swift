@@ -27,17 +27,19 @@ final class ProcessedDiskTests: XCTestCase {
         return h.server.url(path: path)
     }
 
-    /// A new loader (an empty memory cache) over `disk`; waits for `outcomes` in all.
+    /// A new loader (an empty memory cache) over `disk`; runs `asked` once
+    /// every request is asked for, then waits for `outcomes` in all.
     @discardableResult
     private func load(
         _ requests: [ImageRequest], _ h: LoaderHarness, _ disk: DataCache, outcomes: Int,
-        storage: DiskStorage = .both, encoding: ImageEncoding = .automatic
+        storage: DiskStorage = .both, encoding: ImageEncoding = .automatic, asked: () -> Void = {}
     ) -> AsyncImageLoader {
         let loader = AsyncImageLoader(
             configuration: .init(
                 cache: ImageCache(), deliveryQueue: h.queue, notificationCenter: h.center, diskCache: disk,
                 diskStorage: storage, processedImageEncoding: encoding))
         for request in requests { loader.loadImage(request, success: h.log.success, failure: h.log.failure) }
+        asked()
         wait(for: [h.log.outcomes(outcomes, self)], timeout: 15)
         h.drainDeliveries()
         loader.flushDiskWrites()
@@ -181,7 +183,11 @@ final class ProcessedDiskTests: XCTestCase {
         let bodies = [1: SyntheticImage.solid(width: 320, height: 240, color: RGBA(r: 200, g: 20, b: 20)),
                       2: SyntheticImage.solid(width: 320, height: 240, color: RGBA(r: 20, g: 20, b: 200))]
             .mapValues { try! JPEGEncoder(quality: 95).encode($0) }
+        // The first answer is held until both sizes are asked for, so that
+        // they share one transfer (one stored response, one generation).
+        let firstAnswer = Gate()
         h.server.respond(path) { connection in
+            firstAnswer.wait()
             let current = version.value!
             let tag = "\"v\(current)\""
             if h.server.headers(of: url)?["if-none-match"] == tag {
@@ -190,7 +196,10 @@ final class ProcessedDiskTests: XCTestCase {
                 connection.respond(status: 200, headers: [("ETag", tag), ("Cache-Control", "no-cache")], body: bodies[current]!)
             }
         }
-        load([ImageRequest(url: url, targetSize: thumb), ImageRequest(url: url, targetSize: small)], h, disk, outcomes: 2)
+        load(
+            [ImageRequest(url: url, targetSize: thumb), ImageRequest(url: url, targetSize: small)], h, disk, outcomes: 2,
+            asked: firstAnswer.open)
+        XCTAssertEqual(h.server.requestCount(url), 1)
         let (thumbKeys, smallKeys) = (keys(url, thumb, disk), keys(url, small, disk))
         let thumbFile = try XCTUnwrap(disk.entry(for: thumbKeys.processed))
         let originalFile = try XCTUnwrap(disk.entry(for: thumbKeys.original))

@@ -51,29 +51,29 @@ final class ConnectionsPerHostTests: XCTestCase {
         // A cap of 2 (a loop of its own: no other test's transfers share it).
         let loader = DataLoader(configuration: TransportConfiguration(timeout: 30, maxConnectionsPerHost: 2))
         let results = LoopbackHTTP.Locked([String]())
-        func load(_ path: String, level: Int, stamp: UInt64) -> any DataLoadingTask {
+        func load(_ path: String, priority: Int, stamp: UInt64) -> any DataLoadingTask {
             var request = DataRequest(url: held.url(path), timeout: 30)
-            request.urgency = TransferUrgency(level: level, stamp: stamp)
+            request.urgency = TransferUrgency(priority: priority, stamp: stamp)
             return loader.loadData(request) { result in
                 if case .success(let response) = result { results.withLock { $0.append(String(decoding: response.data, as: UTF8.self)) } }
             }
         }
-        _ = load("/a", level: 0, stamp: 1)
-        _ = load("/b", level: 0, stamp: 2)
+        _ = load("/a", priority: 0, stamp: 1)
+        _ = load("/b", priority: 0, stamp: 2)
         XCTAssertTrue(waitUntil { held.paths.count == 2 })
         // These wait for one of the two connections.
-        _ = load("/old", level: 0, stamp: 3)
-        let cancelled = load("/cancelled", level: 0, stamp: 9)
-        _ = load("/new", level: 0, stamp: 5)
-        _ = load("/urgent", level: 2, stamp: 0)
-        _ = load("/old-too", level: 0, stamp: 3)
+        _ = load("/old", priority: 0, stamp: 3)
+        let cancelled = load("/cancelled", priority: 0, stamp: 9)
+        _ = load("/new", priority: 0, stamp: 5)
+        _ = load("/urgent", priority: 2, stamp: 0)
+        _ = load("/old-too", priority: 0, stamp: 3)
         // The loop has filed all five before the first answer frees a connection.
         let loop = CurlEventLoop.shared(maxConnectionsPerHost: 2)
         XCTAssertTrue(waitUntil { loop.waitingTransfers == 5 }, "\(loop.waitingTransfers) waiting")
         XCTAssertTrue(cancelled.cancel())
         XCTAssertEqual(held.paths.count, 2, "no more than the cap at once: \(held.paths)")
         // One connection freed at a time, so each next transfer's arrival is certain:
-        // the most urgent first: the higher level, then the higher stamp,
+        // the most urgent first: the higher priority, then the higher stamp,
         // then (equal urgency) the first asked for; the cancelled one never goes.
         // (The first two went out at once, on two connections: either may arrive first.)
         var expected = held.paths

@@ -58,6 +58,7 @@ final class SchedulingTests: XCTestCase {
         let urgency = Dictionary(uniqueKeysWithValues: h.transport.startedRequests.map { ($0.url.path, $0.urgency) })
         let byUrgency = urgency.keys.sorted { urgency[$0]! > urgency[$1]! }
         XCTAssertEqual(byUrgency, paths([5, 3, 1, 4, 2]), "\(urgency)")
+        XCTAssertEqual(Set(urgency.filter(\.value.isFirstForTarget).keys), Set(paths([5, 3, 1])), "\(urgency)")
         h.loader.cancelAll()
     }
 

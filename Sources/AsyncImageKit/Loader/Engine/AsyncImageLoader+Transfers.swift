@@ -15,7 +15,7 @@ extension AsyncImageLoader {
             // request in flight (what its target shows first: a cell's
             // thumbnail) before any lane's later ones (full images).
             let urgency = QueueRank.of(lane, state.slots.queue.order).map { rank in
-                TransferUrgency(level: rank.level * 2 + (lane.queuedCount == lane.live ? 1 : 0), stamp: rank.stamp)
+                TransferUrgency(priority: rank.level, isFirstForTarget: lane.queuedCount == lane.live, stamp: rank.stamp)
             }
             guard let record = lane.nextQueued(), let job = record.job else {
                 // Not reachable: a filed lane has a queued request. Left unfiled
