@@ -19,8 +19,10 @@ public struct DecodingOptions: Sendable, Hashable {
     public var maxFrames: Int
 
     /// Downsample to this upright size (fitting or filling it per
-    /// ``contentMode``, keeping the aspect ratio, never enlarging). `nil`
-    /// decodes at full size. A JPEG is decoded with DCT scaling to the
+    /// ``contentMode``, keeping the aspect ratio), framed as ``scaling``
+    /// says. A source smaller than this size is not enlarged unless
+    /// ``scaling`` contains ``ScalingOptions/enlargesSmallImages`` (see
+    /// ``naturalSize(for:)``). `nil` decodes at full size. A JPEG is decoded with DCT scaling to the
     /// smallest scale still at least this size, and a still WebP is scaled by
     /// libwebp while it decodes, so a large photo never needs a full-size
     /// buffer.

@@ -7,9 +7,9 @@ extension Notification.Name {
     /// one). userInfo: ``AsyncImageImageKey`` (the ``Image``), ``AsyncImageURLKey``
     /// (the `URL`), ``AsyncImageResponseKey`` (the ``ImageResponse``: its
     /// ``ImageResponse/source`` tells whether the image came from the memory
-    /// cache, the disk cache or the network), and ``AsyncImageCacheKey`` (the
-    /// ``ImageCaching`` holding the image) whenever the image is held in a
-    /// cache, loaded just now or not.
+    /// cache, the disk cache or the network), ``AsyncImageCacheKey`` (the
+    /// ``ImageCaching`` holding the image: see there when it is present) and
+    /// ``AsyncImageStaleKey`` (a stale disk entry).
     public static let asyncImageLoadDidFinish = Notification.Name("AsyncImageLoadDidFinish")
 
     /// Posted when a load failed (`"AsyncImageLoadDidFail"`), on the delivery
@@ -24,10 +24,12 @@ public let AsyncImageImageKey = "image"
 /// userInfo key of the request's `URL` (`"URL"`).
 public let AsyncImageURLKey = "URL"
 /// userInfo key of the ``ImageCaching`` holding the delivered image
-/// (`"cache"`): on every didFinish whose image is in a cache, a fresh load
-/// stored in the loader's cache as well as a cache hit; absent only when
-/// caching is off (or the request skips memory writes). It does not tell a cache hit: for that, read
-/// ``ImageResponse/source`` (``AsyncImageResponseKey``).
+/// (`"cache"`), on every didFinish whose image is in a cache: a load stored
+/// in the loader's cache (as in the original) and a memory-cache hit.
+/// Absent when caching is off, and for a load whose request skips memory
+/// writes (``ImageCachePolicy/skipMemoryWrites``). It does not tell a
+/// cache hit from a load: for that, read ``ImageResponse/source``
+/// (``AsyncImageResponseKey``).
 public let AsyncImageCacheKey = "cache"
 /// userInfo key present (`true`) when the image is a stale disk entry
 /// (`"stale"`): shown while it is revalidated, or because the server could

@@ -24,7 +24,7 @@ extension AsyncImageLoader.Configuration {
     /// | ``maxPendingRequests`` | 10,000 | 1,000: a full queue answers `503` at once (``AsyncImageError/queueFull(_:limit:)``) |
     /// | ``cache`` | ``AsyncImageLoader/sharedCache`` | an ``ImageCache`` of its own, ¾ of `memoryBudget` |
     /// | ``pixelPoolByteLimit`` | nil (the pool's own 256 MiB) | ¼ of `memoryBudget` |
-    /// | ``concurrentLoads`` | 2 | 8 (transfers wait on the network, not on a core) |
+    /// | ``concurrentLoads`` | 32 (``AsyncImageLoader/defaultConcurrentLoads``) | 8: each slot may hold a body waiting for a decoder |
     ///
     /// **One memory budget.** Decoded images live in two places that keep
     /// memory after a request ends: the memory cache, and the

@@ -43,6 +43,15 @@ public final class ImageTask: @unchecked Sendable, Hashable, CustomStringConvert
     /// The priority it is served at. Setting it while the request waits
     /// re-ranks it (and a transfer it shares); after that it only affects
     /// which waiting body is decoded first.
+    ///
+    /// Setting a priority does not touch the request's lane (its target and
+    /// action): among lanes of equal priority, the one touched last (a
+    /// request added to it) still goes first under ``QueueOrder/lifo``, and
+    /// the one waiting longest under ``QueueOrder/fifo``. So raising a
+    /// request to ``ImagePriority/high`` ranks its lane ahead of every lane
+    /// below `high`, but among lanes already at `high` it keeps its place
+    /// (ties go to the lane touched last, not the lane re-ranked last); and
+    /// the lane still starts its oldest waiting request first.
     public var priority: ImagePriority {
         get { guarded.withLock { _ in record.priority } }
         set { loader?.setPriority(of: record, to: newValue) }

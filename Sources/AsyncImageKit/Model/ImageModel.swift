@@ -14,7 +14,7 @@ import Foundation
 /// for await snapshot in avatar.snapshots {                // every change, from the current state on
 ///     if case .loaded = snapshot.phase { draw(snapshot.image!) }
 /// }
-/// let token = avatar.observe { snapshot in redraw(snapshot) }   // or closures, on the delivery queue
+/// let token = avatar.observe { snapshot in redraw(snapshot) }   // or closures: observe(on:_:), on the delivery queue by default
 /// ```
 ///
 /// - When the image is in the memory cache, the model holds it as soon as it

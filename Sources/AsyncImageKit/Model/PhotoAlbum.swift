@@ -14,13 +14,16 @@ import Foundation
 /// ```
 ///
 /// The rules:
-/// - ``photo(at:)`` never waits and never touches disk or network: it
-///   answers from the memory cache (the original, else the thumbnail), with
-///   the size class, whether a better one is loading, and the original's
-///   pixel size once known. It then starts what is missing for that index,
-///   thumbnail before original (one target per index: the loader's
-///   per-target order), and prefetches indexes i-1 and i+1 after it at low
-///   priority (raised when they become current).
+/// - ``photo(at:)`` never waits, and its answer never comes from disk or
+///   network. It first starts what is missing for that index, thumbnail
+///   before original (one target per index: the loader's per-target
+///   order), and prefetches indexes i-1 and i+1 after it at low priority
+///   (raised when they become current); then it answers from the memory
+///   cache (the original, else the thumbnail, else no image), with the size
+///   class, whether a better one is loading, and the original's pixel size
+///   once known. So the first answer for an index whose original is not in
+///   memory says ``PhotoState/isLoadingBetter``: its loads have just
+///   started, and ``changes`` reports what they bring.
 /// - The original's pixel size is known before its pixels: from the first
 ///   bytes of its transfer (a header probe: JPEG SOF, PNG IHDR, GIF screen,
 ///   with the EXIF orientation applied), or from the disk cache; a change
@@ -148,8 +151,11 @@ public final class PhotoAlbum: @unchecked Sendable {
         return request
     }
 
-    /// The best image in memory for `index` now (no disk, no network), then
-    /// starts what is missing there and prefetches the neighbours.
+    /// Starts what is missing for `index` (thumbnail, then original) and
+    /// prefetches the neighbours, then answers at once with the best image
+    /// in memory for `index` (no disk, no network) and whether a better one
+    /// is loading: true on the first call unless the original is in memory.
+    /// An index outside ``photos`` gets an empty state and starts nothing.
     public func photo(at index: Int) -> PhotoState {
         guard photos.indices.contains(index) else {
             return PhotoState(index: index, image: nil, sizeClass: .none, isLoadingBetter: false, originalSize: nil)

@@ -11,8 +11,8 @@ import Synchronization
 /// invisible to ThreadSanitizer (every access under it is reported as a race),
 /// and because it may hold non-`Sendable` references (targets, notification
 /// centers) that only ever cross threads under the lock. The value lives
-/// behind a pointer, so an access costs no dynamic exclusivity check: on the
-/// memory cache's hit path that check was a tenth of the time.
+/// behind a pointer, so an access costs no dynamic exclusivity check (on the
+/// memory cache's hit path such a check would be about a tenth of the time).
 final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let value: UnsafeMutablePointer<Value>

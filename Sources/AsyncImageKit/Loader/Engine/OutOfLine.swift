@@ -3,11 +3,12 @@
 /// most of a pending request's life it is.
 ///
 /// For the engine's per-request and per-job records, whose size is the
-/// loader's memory per pending request: ``ImageFileProperties`` is 369 bytes
-/// inline as an optional, and a request and its job each kept one from the
-/// moment they were made (about 720 of the 2,050 bytes a queued request
-/// cost; see BENCHMARKS.md, "Scale"). Reads and writes happen under the
-/// loader's lock, like the rest of those records.
+/// loader's memory per pending request (about 1.1 KB; see BENCHMARKS.md,
+/// "Scale"): ``ImageFileProperties`` is 369 bytes inline as an optional,
+/// and a request and its job each have one, nil until the file's header is
+/// read; out of line, the two cost 16 bytes until then instead of about
+/// 740. Reads and writes happen under the loader's lock, like the rest of
+/// those records.
 @propertyWrapper
 struct OutOfLine<Value> {
     private final class Box {

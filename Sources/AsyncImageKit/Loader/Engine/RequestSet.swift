@@ -1,11 +1,12 @@
 /// Pending requests by id, for the engine's per-URL and per-job indexes.
 ///
 /// Nearly every URL and job has one request, so one is kept inline and a
-/// dictionary is made only for a second: a queued request then costs no
-/// table of its own (about 100 bytes each, two per request before) and one
-/// memory access less when it is added or removed, which is what adding
-/// and cancelling cost at a million pending requests (BENCHMARKS.md,
-/// "Scale"). Guarded by the loader's lock, like the records it holds.
+/// dictionary is made only for a second. A URL or job with one request
+/// costs no table (a dictionary is about 100 bytes, and a request sits in
+/// two of these sets: its URL's and its job's), and adding or removing it
+/// is one memory access less; those accesses are what adding and
+/// cancelling cost at a million pending requests (BENCHMARKS.md, "Scale").
+/// Guarded by the loader's lock, like the records it holds.
 struct RequestSet: Sequence {
     private enum Storage {
         case empty
