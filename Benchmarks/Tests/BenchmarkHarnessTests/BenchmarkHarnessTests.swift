@@ -6,7 +6,7 @@ import XCTest
 /// `asyncimage-bench all`: the smoke run end to end (a real process, real
 /// peers where installed, real files). Figures never decide a test: only that
 /// every workload ran and wrote its tables and plots. (The result model it is
-/// built on: BenchmarkSupportTests in AsyncImageKitTests.)
+/// built on: BenchmarkSupportTests.)
 final class BenchmarkHarnessTests: XCTestCase {
     private var folder: URL!
 

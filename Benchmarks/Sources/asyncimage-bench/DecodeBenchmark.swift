@@ -1,6 +1,6 @@
 import AsyncImageKit
-import CGIF
-import CPNG
+import CBenchGIF
+import CBenchPNG
 import Foundation
 import ImageFixtures
 
