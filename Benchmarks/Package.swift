@@ -17,8 +17,8 @@ import PackageDescription
 ///   versions). The root's `C*` module maps are not products, and module
 ///   names must differ from theirs across the package graph.
 /// - Two test targets: `BenchmarkSupportTests` (in process, fast) and
-///   `BenchmarkHarnessTests` (the binary end to end: `all --smoke`, and the
-///   command line's refusals).
+///   `BenchmarkHarnessTests` (the binary end to end: `all --smoke`, the
+///   command line's refusals, a child's report).
 ///
 ///     swift build -c release --package-path Benchmarks
 ///     Benchmarks/.build/release/asyncimage-bench all --smoke
@@ -63,7 +63,10 @@ let package = Package(
         // Runs the asyncimage-bench binary that `swift build` puts beside the test bundle.
         .testTarget(
             name: "BenchmarkHarnessTests",
-            dependencies: ["BenchmarkSupport", .product(name: "AsyncImageKit", package: "AsyncImageView")],
+            dependencies: [
+                "BenchmarkSupport", .product(name: "AsyncImageKit", package: "AsyncImageView"),
+                .product(name: "AsyncImageKitTestSupport", package: "AsyncImageView"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

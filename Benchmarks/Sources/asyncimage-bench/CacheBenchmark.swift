@@ -215,8 +215,7 @@ func printCacheBenchmark(_ result: CacheBenchmarkResult) {
 }
 
 /// `cache [--smoke]`.
-func runCacheBenchmark(_ arguments: ArraySlice<String> = []) {
-    let smoke = arguments.contains("--smoke")
+func runCacheBenchmark(smoke: Bool = false) {
     let result =
         smoke ? measureCacheBenchmark(lookups: 20_000, rounds: 1, calls: 200) : measureCacheBenchmark()
     printCacheBenchmark(result)

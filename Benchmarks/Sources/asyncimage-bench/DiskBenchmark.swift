@@ -28,22 +28,6 @@ struct DiskOptions {
     var large = false
 }
 
-func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
-    var options = DiskOptions()
-    var rest = arguments.makeIterator()
-    while let flag = rest.next() {
-        switch flag {
-        case "--count": options.count = rest.next().flatMap { Int($0) } ?? options.count
-        case "--entries": options.entries = rest.next().flatMap { Int($0) } ?? options.entries
-        case "--large": options.large = true
-        default:
-            print("unknown option \(flag)")
-            exit(2)
-        }
-    }
-    return options
-}
-
 /// What the loads part of `disk` measured: per row, one sample per round.
 struct DiskFigures {
     struct Row {

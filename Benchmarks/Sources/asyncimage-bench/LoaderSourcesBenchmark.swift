@@ -143,64 +143,8 @@ func median(of values: [Double]) -> Double { Samples(values).median }
 
 let loaderDisplayNames = ["peer": "URLSession+TG (peer)", "ours": "AsyncImageKit", "ours-nopool": "AsyncImageKit, no pool"]
 
-/// Whether the `loader` command's arguments ask for this benchmark.
-func wantsLoaderSources(_ arguments: [String]) -> Bool {
-    arguments.contains { ["--source", "--set", "--smoke", "--no-curl", "--loaders"].contains($0) }
-}
-
-func parseLoaderSourcesOptions(_ arguments: [String]) -> LoaderSourcesOptions {
-    var options = LoaderSourcesOptions()
-    var iterator = arguments.makeIterator()
-    func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("loader: \(message)\n".utf8))
-        exit(2)
-    }
-    func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map(String.init) }
-    while let argument = iterator.next() {
-        switch argument {
-        case "--source":
-            let value = iterator.next() ?? ""
-            if value == "both" {
-                options.sources = [.builtin, .nginx]
-            } else {
-                options.sources = list(value).map { name -> LoaderSource in
-                    guard let source = LoaderSource(rawValue: name) else { fail("unknown source \(name) (builtin, nginx, both)") }
-                    return source
-                }
-            }
-        case "--set":
-            let value = iterator.next() ?? ""
-            guard let set = LoaderImageSet(rawValue: value) else { fail("unknown set \(value) (photos, mixed)") }
-            options.set = set
-        case "--count": options.count = Int(iterator.next() ?? "").map { max(2, $0) }
-        case "--repeats": options.repeats = max(1, Int(iterator.next() ?? "") ?? options.repeats)
-        case "--loads":
-            options.loads = list(iterator.next()).compactMap { Int($0) }.filter { $0 > 0 }
-            if options.loads.isEmpty { fail("--loads needs numbers, such as 2,8") }
-        case "--workloads":
-            options.workloads = list(iterator.next())
-            if options.workloads.isEmpty || !options.workloads.allSatisfy({ ["full", "display"].contains($0) }) {
-                fail("--workloads: full, display")
-            }
-        case "--loaders":
-            options.loaders = list(iterator.next())
-            if options.loaders.isEmpty || !options.loaders.allSatisfy({ loaderDisplayNames[$0] != nil }) {
-                fail("--loaders: peer, ours, ours-nopool")
-            }
-        case "--no-curl": options.curl = false
-        case "--smoke":
-            options.smoke = true
-            options.repeats = 1
-        case "--output": options.output = iterator.next() ?? options.output
-        default: fail("unknown option \(argument)")
-        }
-    }
-    return options
-}
-
 /// `loader --source ... --set ...`: measures and prints the table.
-func runLoaderSourcesCommand(_ arguments: [String]) throws {
-    let options = parseLoaderSourcesOptions(arguments)
+func runLoaderSourcesCommand(_ options: LoaderSourcesOptions) throws {
     let result = try measureLoaderSources(options) { print($0); fflush(nil) }
     printLoaderSources(result)
     let csv = URL(fileURLWithPath: options.output).appendingPathComponent("loader-\(options.set.rawValue)-runs.csv")
@@ -214,24 +158,12 @@ final class BuiltinServerProcess {
     private let process: Process
 
     init(folder: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["serve", folder]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        ChildProcessCleanup.register(process.processIdentifier)
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let text = String(decoding: line, as: UTF8.self).split(separator: " ").last,
-            let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
+        let (process, text) = try BenchChild.start(["serve", folder], tag: "PORT")
+        self.process = process
+        guard let port = Int(text) else {
             process.terminate()
-            throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "serve did not start"])
+            ChildProcessCleanup.forget(process.processIdentifier)
+            throw BenchError("serve reported no port: \(text)")
         }
         self.port = port
     }
@@ -249,25 +181,6 @@ final class BuiltinServerProcess {
     deinit { stop() }
 }
 
-/// Runs `asyncimage-bench ARGUMENTS` and returns the line of its standard
-/// output that starts with `tag`, split at spaces, without the tag.
-func runBenchChild(_ arguments: [String], tag: String) throws -> [Double] {
-    let child = Process()
-    child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    child.arguments = arguments
-    let out = Pipe()
-    child.standardOutput = out
-    try child.run()
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    child.waitUntilExit()
-    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(tag + " ") }) else {
-        throw NSError(
-            domain: "bench", code: 1,
-            userInfo: [NSLocalizedDescriptionKey: "\(arguments.first ?? "child") failed (status \(child.terminationStatus)): \(text.suffix(500))"])
-    }
-    return line.split(separator: " ").dropFirst().compactMap { Double($0) }
-}
-
 /// One measured run of a loader: a `run-one` child (`mode`: peer, ours,
 /// ours-nopool) loading every image of `list` from 127.0.0.1:`port`, with the
 /// machine's CPU around it. Every loader benchmark runs its loaders through it.
@@ -275,7 +188,7 @@ func runLoaderChild(_ mode: String, loads: Int, workload: String, port: Int, lis
     -> LoaderRunSample
 {
     let before = machineCPUSeconds()
-    let fields = try runBenchChild(["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
+    let fields = try BenchChild.numbers(["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
     let after = machineCPUSeconds()
     guard fields.count == 5 else {
         throw BenchError("run-one (\(mode), \(loads) loads, \(workload)) printed an unreadable result: \(fields)")
@@ -341,7 +254,7 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
         for round in 0..<options.repeats {
             // The bound first, then every run of the round, the loaders'
             // order rotating by one each round so the drift hits all of them.
-            let bound = try runBenchChild(["decode-bound", workload, folder.path, list.path, String(cores)], tag: "BOUND")
+            let bound = try BenchChild.numbers(["decode-bound", workload, folder.path, list.path, String(cores)], tag: "BOUND")
             let sample = DecodeBoundSample(images: Int(bound[0]), cpu: bound[1], wall: bound[2], cores: cores)
             bounds[workload, default: []].append(sample)
             log(String(format: "  %@ round %d: decode bound %.1f images/s (%.1f ms CPU per image)", workload, round + 1,
@@ -500,18 +413,15 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
 }
 
 /// Child process: the perfect-overlap decode bound.
-/// `decode-bound WORKLOAD FOLDER LIST-FILE THREADS`; prints `BOUND images cpuSeconds wallSeconds`.
+/// `decode-bound WORKLOAD FOLDER LIST-FILE THREADS`; reports `BOUND images cpuSeconds wallSeconds`.
 ///
 /// Every file is read into memory first (not timed), then decoded by our
 /// decoders as the loader decodes it (full size, or the display request's
 /// options: 256x256 fill), THREADS at once, each file once; the CPU seconds
 /// are each decoding thread's own, summed. A warm-up decode of the first file
 /// comes first. The pixel-buffer pool is on, as in the loader.
-func decodeBoundChild(_ arguments: [String]) throws {
-    guard arguments.count == 4, let threads = Int(arguments[3]) else { exit(2) }
-    let display = arguments[0] == "display"
-    let folder = URL(fileURLWithPath: arguments[1])
-    let names = try String(contentsOfFile: arguments[2], encoding: .utf8).split(separator: "\n").map(String.init)
+func decodeBoundChild(display: Bool, folder: URL, list: String, threads: Int) throws {
+    let names = try String(contentsOfFile: list, encoding: .utf8).split(separator: "\n").map(String.init)
     let bodies = try names.map { try Data(contentsOf: folder.appendingPathComponent($0)) }
     let options =
         display
@@ -540,17 +450,15 @@ func decodeBoundChild(_ arguments: [String]) throws {
     }
     let wall = now() - start
     if failures.withLock({ $0 }) > 0 { FileHandle.standardError.write(Data("decode-bound: \(failures.withLock { $0 }) failed\n".utf8)) }
-    print("BOUND \(bodies.count) \(cpu.withLock { $0 }) \(wall)")
+    BenchChild.report("BOUND", "\(bodies.count) \(cpu.withLock { $0 }) \(wall)")
 }
 
 /// Child process: nginx serving FOLDER on 127.0.0.1 until standard input
 /// closes or a signal stops it (for profiling a run-one child by hand).
 /// `nginx-serve FOLDER`; prints `PORT n`.
-func nginxServeChild(_ arguments: [String]) throws {
-    guard let folder = arguments.first else { exit(2) }
+func nginxServeChild(folder: String) throws {
     let server = try NginxServer(root: folder)
-    print("PORT \(server.port)")
-    fflush(nil)
+    BenchChild.report("PORT", "\(server.port)")
     _ = FileHandle.standardInput.readDataToEndOfFile()
     server.stop()
 }

@@ -38,37 +38,6 @@ struct NetOptions {
     var smoke = false
 }
 
-func parseNetOptions(_ arguments: ArraySlice<String>) -> NetOptions {
-    var options = NetOptions()
-    var iterator = arguments.makeIterator()
-    func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map(String.init) }
-    while let argument = iterator.next() {
-        switch argument {
-        case "--rtts": options.roundTrips = list(iterator.next()).compactMap { Double($0).map { $0 / 1000 } }
-        case "--rates": options.rates = list(iterator.next()).compactMap { Double($0).map { $0 * 1e6 } }
-        case "--protocols": options.protocols = list(iterator.next())
-        case "--workloads": options.workloads = list(iterator.next())
-        case "--clients": options.clients = list(iterator.next())
-        case "--runs": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
-        case "--items": options.items = max(32, Int(iterator.next() ?? "") ?? options.items)
-        case "--speed": options.rowsPerSecond = Double(iterator.next() ?? "") ?? options.rowsPerSecond
-        case "--loads": options.loads = Int(iterator.next() ?? "")
-        case "--per-host": options.perHost = Int(iterator.next() ?? "")
-        case "--output": options.output = URL(fileURLWithPath: iterator.next() ?? options.output.path)
-        case "--smoke":
-            options.smoke = true
-            options.roundTrips = [0.050]
-            options.rates = [50e6]
-            options.runs = 1
-            options.items = 64
-        default:
-            FileHandle.standardError.write(Data("net: unknown option \(argument)\n".utf8))
-            exit(2)
-        }
-    }
-    return options
-}
-
 /// The gallery on disk: thumbnails (200x150, q70) and full photos (q85, the
 /// demo's sizes), one file per item so that every URL is its own.
 struct NetGallery {
@@ -144,8 +113,7 @@ struct NetRunOutcome: Codable {
     var extraBytes: Int
 }
 
-func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
-    let options = parseNetOptions(arguments)
+func runNetworkBenchmark(_ options: NetOptions) throws {
     guard NginxServer.isAvailable, which("openssl") != nil, which("curl") != nil else {
         throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "net needs nginx, openssl and curl (apt-get install nginx openssl curl)"])
     }
@@ -253,8 +221,7 @@ func writeNetReport(_ saved: NetSavedRun, into folder: URL) throws {
 }
 
 /// `net-report DIR`: the tables and charts again from DIR/net-results.json.
-func rewriteNetReport(_ arguments: [String]) throws {
-    let folder = URL(fileURLWithPath: arguments.first ?? "bench-output/net")
+func rewriteNetReport(folder: URL) throws {
     let decoder = JSONDecoder()
     decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
     let saved = try decoder.decode(NetSavedRun.self, from: Data(contentsOf: folder.appendingPathComponent("net-results.json")))
@@ -302,27 +269,17 @@ func makeNetCertificates(in folder: URL) throws -> (authority: String, certifica
 /// untouched.
 func runNetChild(_ spec: NetRunSpec) throws -> NetRunResult {
     let json = String(decoding: try JSONEncoder().encode(spec), as: UTF8.self)
-    let executable = CommandLine.arguments[0]
-    var argv = [executable, "net-one", json]
+    var launcher: [String] = []
     if spec.client == "peer" {
         let bundle = "/etc/ssl/certs/ca-certificates.crt"
-        argv = ["/usr/bin/unshare", "-m", "/bin/sh", "-c", "mount --bind \"$0\" \(bundle) && exec \"$@\"", spec.authority] + argv
+        launcher = ["/usr/bin/unshare", "-m", "/bin/sh", "-c", "mount --bind \"$0\" \(bundle) && exec \"$@\"", spec.authority]
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: output, as: UTF8.self)
-    guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") }),
-        let result = try? JSONDecoder().decode(NetRunResult.self, from: Data(line.dropFirst(7).utf8))
-    else {
-        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "net-one \(spec.client) \(spec.workload) failed: \(text.suffix(500))"])
+    let payload = try BenchChild.result(["net-one", json], tag: "RESULT", launcher: launcher)
+    do {
+        return try JSONDecoder().decode(NetRunResult.self, from: Data(payload.utf8))
+    } catch {
+        throw BenchError("net-one \(spec.client) \(spec.workload) printed an unreadable result: \(error)")
     }
-    return result
 }
 
 /// `curl --parallel` fetching the cold screen's 32 URLs (thumbnails first, as

@@ -13,20 +13,7 @@ import LoopbackHTTP
 // network; loopback itself delivers a whole file before a transfer could be
 // stopped, which measures nothing a user sees).
 
-func runProgressiveBenchmark(_ arguments: ArraySlice<String>) throws {
-    var count = 24
-    var mbps = 100.0
-    var rest = arguments.makeIterator()
-    while let flag = rest.next() {
-        if flag == "--count", let value = rest.next().flatMap({ Int($0) }) {
-            count = value
-        } else if flag == "--mbps", let value = rest.next().flatMap({ Double($0) }), value > 0 {
-            mbps = value
-        } else {
-            print("unknown option \(flag)")
-            exit(2)
-        }
-    }
+func runProgressiveBenchmark(count: Int, mbps: Double) throws {
     let folder = URL(fileURLWithPath: "bench-output/progressive-set")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     var bodies: [Data] = []

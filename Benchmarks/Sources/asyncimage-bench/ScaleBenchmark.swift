@@ -59,57 +59,6 @@ struct ScaleOptions {
     var output: String?
 }
 
-func parseScaleOptions(_ arguments: ArraySlice<String>) -> ScaleOptions {
-    func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
-        exit(2)
-    }
-    /// `1000`, `10k`, `1M`.
-    func size(_ text: Substring) -> Int? {
-        let multiplier: Int
-        var digits = text
-        switch text.last {
-        case "k", "K": multiplier = 1_000
-        case "m", "M": multiplier = 1_000_000
-        default: multiplier = 1
-        }
-        if multiplier > 1 { digits = digits.dropLast() }
-        return Int(digits).map { $0 * multiplier }
-    }
-    var options = ScaleOptions()
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-        switch argument {
-        case "--sizes":
-            let text = iterator.next() ?? ""
-            let parts = text.split(separator: ",")
-            let sizes = parts.compactMap(size)
-            guard !sizes.isEmpty, sizes.count == parts.count, sizes.allSatisfy({ $0 >= 8 }) else {
-                fail("--sizes: a comma-separated list of counts of at least 8 (1000 or 1k, 1M), not \"\(text)\"")
-            }
-            options.sizes = Array(Set(sizes)).sorted()
-        case "--targets":
-            let text = iterator.next() ?? ""
-            let parts = text.split(separator: ",")
-            let shapes = parts.compactMap { ScaleShape(rawValue: String($0)) }
-            guard !shapes.isEmpty, shapes.count == parts.count else {
-                fail("--targets: one, many or one,many, not \"\(text)\"")
-            }
-            options.shapes = ScaleShape.allCases.filter(shapes.contains)
-        case "--max-seconds":
-            let text = iterator.next() ?? ""
-            guard let seconds = Double(text), seconds > 0 else { fail("--max-seconds: a positive number, not \"\(text)\"") }
-            options.maxSeconds = seconds
-        case "--output":
-            guard let folder = iterator.next() else { fail("--output: a folder") }
-            options.output = folder
-        default:
-            fail("unknown option \(argument)")
-        }
-    }
-    return options
-}
-
 /// A target object, as a cell or view would be.
 final class ScaleTarget {}
 

@@ -108,11 +108,10 @@ func runProcessBatch(_ commands: [[String]], parallel: Int) -> ProcessBatchResul
     return ProcessBatchResult(seconds: now() - start, cpu: cpu, peakMB: peak, failures: failures)
 }
 
-/// Child process: the loader makes thumbnails of the files listed.
-/// `thumb-one LOADS LIST-FILE`; prints `RESULT images failures`.
-func thumbnailOne(_ arguments: [String]) throws {
-    guard arguments.count == 2, let loads = Int(arguments[0]) else { exit(2) }
-    let paths = try String(contentsOfFile: arguments[1], encoding: .utf8).split(separator: "\n").map(String.init)
+/// Child process: the loader makes thumbnails of the files listed in `list`
+/// (`thumb-one LOADS LIST-FILE`); reports `RESULT images failures`.
+func thumbnailOne(loads: Int, list: String) throws {
+    let paths = try String(contentsOfFile: list, encoding: .utf8).split(separator: "\n").map(String.init)
     let loader = AsyncImageLoader(cache: nil, concurrentLoads: loads, deliveryQueue: DispatchQueue(label: "bench delivery"))
     let done = DispatchGroup()
     let images = Locked(0)
@@ -135,7 +134,7 @@ func thumbnailOne(_ arguments: [String]) throws {
             })
     }
     done.wait()
-    print("RESULT \(images.withLock { $0 }) \(failures.withLock { $0 })")
+    BenchChild.report("RESULT", "\(images.withLock { $0 }) \(failures.withLock { $0 })")
     exit(failures.withLock { $0 } == 0 ? 0 : 1)
 }
 
@@ -286,25 +285,8 @@ struct ThumbnailFigures {
     var skipped: [String]
 }
 
-func parseThumbnailOptions(_ arguments: ArraySlice<String>) -> ThumbnailOptions {
-    var options = ThumbnailOptions()
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-        switch argument {
-        case "--count": options.count = max(2, Int(iterator.next() ?? "") ?? options.count)
-        case "--runs": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
-        case "--output": options.output = iterator.next() ?? options.output
-        case "--peers": options.peers = (iterator.next() ?? "").split(separator: ",").map(String.init)
-        default:
-            FileHandle.standardError.write(Data("thumbnails: unknown option \(argument)\n".utf8))
-            exit(2)
-        }
-    }
-    return options
-}
-
-func runThumbnailBenchmark(_ arguments: ArraySlice<String>) throws {
-    let figures = try measureThumbnails(parseThumbnailOptions(arguments), log: { print($0); fflush(nil) })
+func runThumbnailBenchmark(_ options: ThumbnailOptions) throws {
+    let figures = try measureThumbnails(options, log: { print($0); fflush(nil) })
     let contestants = figures.contestants
     let floors = figures.floors
     let runs = contestants.first?.results.count ?? 0
@@ -370,7 +352,7 @@ func measureThumbnails(_ options: ThumbnailOptions, log: (String) -> Void) throw
     let halves = [Array(paths[..<(paths.count / 2)]), Array(paths[(paths.count / 2)...])]
     let list = URL(fileURLWithPath: output).appendingPathComponent(setName + ".txt")
     try paths.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+    let executable = BenchChild.executable.path
 
     var contestants = [
         ThumbnailContestant(
