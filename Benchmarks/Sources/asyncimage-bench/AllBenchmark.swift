@@ -224,9 +224,8 @@ func scaleSection(
     section.command = "asyncimage-bench scale --sizes " + options.sizes.map(scaleSizeLabel).joined(separator: ",")
     var plotSeries: [LineChart.Series] = []
     for (shape, results) in tables {
-        let rows = scaleTable(shape: shape, sizes: options.sizes, results: results)
-        var table = ResultTable(title: "Shape `\(shape.rawValue)`: \(shape.summary)", header: rows[0])
-        for row in rows.dropFirst() { table.add(row) }
+        var table = scaleTable(shape: shape, sizes: options.sizes, results: results)
+        table.title = "Shape `\(shape.rawValue)`: \(shape.summary)"
         for size in options.sizes {
             for note in results[size]?.notes ?? [] { table.notes.append("\(scaleSizeLabel(size)): \(note)") }
             for (name, figure) in results[size]?.rows ?? [] {
@@ -239,7 +238,7 @@ func scaleSection(
         section.tables.append(table)
         guard shape == .many else { continue }
         // The plot: every timed row of shape `many` (memory rows and the run count left out).
-        for name in rows.dropFirst().map({ $0[0] }) where ![scaleMallocRow, scaleRSSRow, scaleRunsRow].contains(name) {
+        for name in table.rows.map({ $0[0] }) where ![scaleMallocRow, scaleRSSRow, scaleRunsRow].contains(name) {
             let points = options.sizes.compactMap { size -> (x: Double, y: Samples)? in
                 guard case .value(let value)? = results[size]?[name] else { return nil }
                 return (Double(size), Samples([value]))

@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import CBenchGIF
 import CBenchPNG
 import Foundation
@@ -21,8 +22,7 @@ func measure(seconds: Double, _ body: () throws -> Void) rethrows -> Double {
         try body()
         times.append(now() - t0)
     }
-    times.sort()
-    return times[times.count / 2]
+    return Samples(times).median
 }
 
 func row(_ name: String, _ megapixelsPerSecond: Double, _ note: String = "") {

@@ -154,8 +154,8 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
         count: options.count, large: options.large, sets: URL(fileURLWithPath: "bench-output"), work: work, runs: 3,
         log: { print($0) })
     if let original = figures.row(diskWarmOriginalRow), let thumbnail = figures.row(diskWarmThumbnailRow) {
-        let (rateO, cpuO) = (median(of: original.rates), median(of: original.cpu))
-        let (rateT, cpuT) = (median(of: thumbnail.rates), median(of: thumbnail.cpu))
+        let (rateO, cpuO) = (Samples(original.rates).median, Samples(original.cpu).median)
+        let (rateT, cpuT) = (Samples(thumbnail.rates).median, Samples(thumbnail.cpu).median)
         print(String(format: "stored thumbnails vs originals decoded at display size (medians of 3): %.1fx images/s, %.1fx less CPU per image (goal: >= 20x faster)", rateT / rateO, cpuO / cpuT))
     }
 

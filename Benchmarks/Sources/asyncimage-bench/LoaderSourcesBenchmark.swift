@@ -139,8 +139,6 @@ struct LoaderSourcesResult: Sendable {
     var skipped: [String]
 }
 
-func median(of values: [Double]) -> Double { Samples(values).median }
-
 let loaderDisplayNames = ["peer": "URLSession+TG (peer)", "ours": "AsyncImageKit", "ours-nopool": "AsyncImageKit, no pool"]
 
 /// `loader --source ... --set ...`: measures and prints the table.
@@ -294,15 +292,6 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
         curl: curlOrder.map { curlRows[$0]! }, skipped: skipped)
 }
 
-/// "median (min-max)".
-func medianSpan(_ values: [Double], _ format: String) -> String {
-    let samples = Samples(values)
-    guard !samples.isEmpty else { return "-" }
-    let middle = String(format: format, samples.median)
-    guard samples.count > 1 else { return middle }
-    return middle + " (" + String(format: format, samples.min) + "-" + String(format: format, samples.max) + ")"
-}
-
 /// Every run as CSV (one line per run; the bound's rounds as loader "decode-bound").
 func loaderSourcesCSV(_ result: LoaderSourcesResult) -> String {
     var lines = ["workload,source,loads,loader,seconds,images,images_per_s,peak_mb,cpu_s,failures,machine_idle_s,others_cpu_s"]
@@ -335,47 +324,51 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
     for reason in result.skipped { print("skipped: \(reason)") }
     print("Bound: the perfect-overlap decode bound, images / (CPU seconds of our decoders for the set / cores), measured each round.")
     print("Idle %: the machine's idle CPU over the run (of cores x wall); others %: CPU used by other processes (the server too).")
-    print("\n| workload | source | loads | loader | images/s | of bound | peak RSS MB | CPU ms/image | idle % | others % |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    var table = ResultTable(
+        title: "",
+        header: ["workload", "source", "loads", "loader", "images/s", "of bound", "peak RSS MB", "CPU ms/image", "idle %", "others %"])
+    let cores = Double(result.cores)
     for workload in options.workloads {
-        let bound = median(of: (result.bounds[workload] ?? []).map(\.imagesPerSecond))
-        print("| \(workload) | - | - | decode bound | \(medianSpan((result.bounds[workload] ?? []).map(\.imagesPerSecond), "%.1f")) | 100% | - | "
-            + medianSpan((result.bounds[workload] ?? []).map { 1000 * $0.cpuPerImage }, "%.1f") + " | - | - |")
+        let bounds = result.bounds[workload] ?? []
+        let bound = Samples(bounds.map(\.imagesPerSecond)).median
+        func ofBound(_ rates: Samples) -> String { String(format: "%.0f%%", 100 * rates.median / bound) }
+        table.add([
+            workload, "-", "-", "decode bound", Samples(bounds.map(\.imagesPerSecond)).formatted(1), "100%", "-",
+            Samples(bounds.map { 1000 * $0.cpuPerImage }).formatted(1), "-", "-",
+        ])
         // The same decodes' wall time on `cores` threads: what the bound was
         // on this (shared) machine at that moment, for reference.
-        print("| \(workload) | - | - | decode alone, \(result.cores) threads, wall time | "
-            + medianSpan((result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }, "%.1f") + " | "
-            + String(format: "%.0f%%", 100 * median(of: (result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }) / bound)
-            + " | - | - | - | - |")
+        let wall = Samples(bounds.map { Double($0.images) / $0.wall })
+        table.add([workload, "-", "-", "decode alone, \(result.cores) threads, wall time", wall.formatted(1), ofBound(wall), "-", "-", "-", "-"])
         for row in result.rows where row.workload == workload {
-            let rates = row.samples.map(\.imagesPerSecond)
-            let cores = Double(result.cores)
-            let cpu: [Double] = row.samples.map { 1000 * $0.cpu / Double($0.images) }
-            let idle: [Double] = row.samples.map { 100 * $0.machineIdle / (cores * $0.seconds) }
-            let others: [Double] = row.samples.map { 100 * $0.othersCPU / (cores * $0.seconds) }
-            let name = loaderDisplayNames[row.loader] ?? row.loader
-            let head = "| \(workload) | \(row.source.rawValue) | \(row.loads) | \(name) | "
-            let figures = medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
-            let rest = medianSpan(row.samples.map(\.peakMB), "%.0f") + " | " + medianSpan(cpu, "%.1f") + " | "
-                + medianSpan(idle, "%.0f") + " | " + medianSpan(others, "%.0f") + " |"
-            print(head + figures + rest)
+            let rates = Samples(row.samples.map(\.imagesPerSecond))
+            table.add([
+                workload, row.source.rawValue, "\(row.loads)", loaderDisplayNames[row.loader] ?? row.loader, rates.formatted(1),
+                ofBound(rates), Samples(row.samples.map(\.peakMB)).formatted(0),
+                Samples(row.samples.map { 1000 * $0.cpu / Double($0.images) }).formatted(1),
+                Samples(row.samples.map { 100 * $0.machineIdle / (cores * $0.seconds) }).formatted(0),
+                Samples(row.samples.map { 100 * $0.othersCPU / (cores * $0.seconds) }).formatted(0),
+            ])
         }
         for row in result.curl where row.workload == workload {
-            let rates = row.samples.map(\.imagesPerSecond)
-            print("| \(workload) | nginx | \(row.parallelMax) | curl --parallel, then \(workload == "display" ? "djpeg -scale 1/4" : "djpeg"), pngtopnm, giftopnm | "
-                + medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
-                + medianSpan(row.samples.map(\.peakMB), "%.0f") + " | "
-                + medianSpan(row.samples.map { 1000 * $0.cpu / Double($0.images) }, "%.1f") + " | - | - |")
+            let rates = Samples(row.samples.map(\.imagesPerSecond))
+            table.add([
+                workload, "nginx", "\(row.parallelMax)",
+                "curl --parallel, then \(workload == "display" ? "djpeg -scale 1/4" : "djpeg"), pngtopnm, giftopnm",
+                rates.formatted(1), ofBound(rates), Samples(row.samples.map(\.peakMB)).formatted(0),
+                Samples(row.samples.map { 1000 * $0.cpu / Double($0.images) }).formatted(1), "-", "-",
+            ])
         }
     }
+    print("\n" + table.markdown, terminator: "")
     if !result.curl.isEmpty {
         print("\nThe curl yardstick's two phases (medians): ")
         for row in result.curl {
             print(String(
                 format: "  %@, --parallel-max %d: download %.2f s (%.2f s CPU), decode %.2f s (%.2f s CPU, %d processes at once)",
-                row.workload, row.parallelMax, median(of: row.samples.map(\.downloadSeconds)),
-                median(of: row.samples.map(\.downloadCPU)), median(of: row.samples.map(\.decodeSeconds)),
-                median(of: row.samples.map(\.decodeCPU)), result.cores))
+                row.workload, row.parallelMax, Samples(row.samples.map(\.downloadSeconds)).median,
+                Samples(row.samples.map(\.downloadCPU)).median, Samples(row.samples.map(\.decodeSeconds)).median,
+                Samples(row.samples.map(\.decodeCPU)).median, result.cores))
         }
     }
     // The runs the rest of the machine left alone (other processes under 5%
@@ -383,24 +376,24 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
     let quiet = result.rows.compactMap { row -> String? in
         let runs = row.samples.filter { $0.othersCPU < 0.05 * Double(result.cores) * $0.seconds }
         guard !runs.isEmpty, let bounds = result.bounds[row.workload] else { return nil }
-        let rate = median(of: runs.map(\.imagesPerSecond))
+        let rate = Samples(runs.map(\.imagesPerSecond)).median
         return String(format: "  %@ %@ %d loads %@: %.1f images/s, %.1f%% of the bound (%d of %d runs)", row.workload,
                       row.source.rawValue, row.loads, loaderDisplayNames[row.loader] ?? row.loader, rate,
-                      100 * rate / median(of: bounds.map(\.imagesPerSecond)), runs.count, row.samples.count)
+                      100 * rate / Samples(bounds.map(\.imagesPerSecond)).median, runs.count, row.samples.count)
     }
     if !quiet.isEmpty {
         print("\nRuns with other processes under 5% of the CPU (medians):")
         quiet.forEach { print($0) }
     }
     // The goal, full size at 2 loads: >= 0.95 of the bound at no more peak RSS than the peer.
-    if let bound = result.bounds["full"].map({ median(of: $0.map(\.imagesPerSecond)) }) {
+    if let bound = result.bounds["full"].map({ Samples($0.map(\.imagesPerSecond)).median }) {
         for source in options.sources {
             guard let ours = result.rows.first(where: { $0.workload == "full" && $0.source == source && $0.loads == 2 && $0.loader == "ours" })
             else { continue }
-            let rate = median(of: ours.samples.map(\.imagesPerSecond))
-            let rss = median(of: ours.samples.map(\.peakMB))
+            let rate = Samples(ours.samples.map(\.imagesPerSecond)).median
+            let rss = Samples(ours.samples.map(\.peakMB)).median
             let peer = result.rows.first { $0.workload == "full" && $0.source == source && $0.loads == 2 && $0.loader == "peer" }
-            let peerRSS = peer.map { median(of: $0.samples.map(\.peakMB)) }
+            let peerRSS = peer.map { Samples($0.samples.map(\.peakMB)).median }
             let met = rate >= 0.95 * bound && (peerRSS.map { rss <= $0 } ?? true)
             print(String(
                 format: "Goal (full size, 2 loads, %@): >= 95%% of the bound at no more peak RSS than the peer: %.1f%% of %.1f images/s, %.0f MB against the peer's %@: %@%@.",

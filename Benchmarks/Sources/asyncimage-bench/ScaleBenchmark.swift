@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
@@ -555,8 +556,8 @@ func renderScale(
     var markdown = "## Scale\n\n" + text
     for (shape, results) in tables {
         let table = scaleTable(shape: shape, sizes: options.sizes, results: results)
-        text += "shape \(shape.rawValue): \(shape.summary)\n" + renderPlain(table)
-        markdown += "### Shape `\(shape.rawValue)`: \(shape.summary)\n\n" + renderMarkdown(table) + "\n"
+        text += "shape \(shape.rawValue): \(shape.summary)\n" + table.plain
+        markdown += "### Shape `\(shape.rawValue)`: \(shape.summary)\n\n" + table.markdown + "\n"
         var notes: [String] = []
         for size in options.sizes {
             guard let result = results[size] else { continue }
@@ -569,7 +570,7 @@ func renderScale(
             }
             notes += result.notes.map { "\(scaleSizeLabel(size)): \($0)" }
         }
-        if table.contains(where: { $0.contains("not run") }) {
+        if table.rows.contains(where: { $0.contains("not run") }) {
             notes.append("not run: over time at a smaller size, or not every request of that size could be enqueued in time")
         }
         for note in notes {
@@ -582,8 +583,8 @@ func renderScale(
     return (text, markdown)
 }
 
-/// The table of one shape: a header row, then a row per phase and memory figure.
-func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]) -> [[String]] {
+/// The table of one shape: a row per phase and memory figure, a column per size and the ratio.
+func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]) -> ResultTable {
     var names: [String] = []
     for size in sizes {
         for row in results[size]?.rows ?? [] where !names.contains(row.name) { names.append(row.name) }
@@ -592,7 +593,7 @@ func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]
     let trailing = [scaleMallocRow, scaleRSSRow, scaleRunsRow]
     names = names.filter { !trailing.contains($0) } + trailing.filter(names.contains)
     let ratioHeader = sizes.count > 1 ? "\(scaleSizeLabel(sizes.last!)) / \(scaleSizeLabel(sizes.first!))" : "ratio"
-    var table = [["N"] + sizes.map(scaleSizeLabel) + [ratioHeader]]
+    var table = ResultTable(title: "", header: ["N"] + sizes.map(scaleSizeLabel) + [ratioHeader])
     for name in names {
         var row = [name]
         for size in sizes {
@@ -616,26 +617,9 @@ func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]
         } else {
             row.append("-")
         }
-        table.append(row)
+        table.add(row)
     }
     return table
-}
-
-func renderPlain(_ table: [[String]]) -> String {
-    let widths = table[0].indices.map { column in table.map { $0[column].count }.max() ?? 0 }
-    return table.map { row in
-        row.indices.map { column in
-            let cell = row[column]
-            let padding = String(repeating: " ", count: widths[column] - cell.count)
-            return column == 0 ? cell + padding : padding + cell
-        }.joined(separator: "  ")
-    }.joined(separator: "\n") + "\n"
-}
-
-func renderMarkdown(_ table: [[String]]) -> String {
-    var lines = table.map { "| " + $0.joined(separator: " | ") + " |" }
-    lines.insert("|" + table[0].indices.map { $0 == 0 ? "---|" : "---:|" }.joined(), at: 1)
-    return lines.joined(separator: "\n") + "\n"
 }
 
 /// `1k`, `10k`, `1M`, or the number itself.
