@@ -11,17 +11,29 @@ import PackageDescription
 /// - `LoopbackHTTP`, `ImageFixtures`, `LoadMix`: support code for the tests,
 ///   the demo and the benchmark (a real HTTP/1.1 server on 127.0.0.1,
 ///   generated images, the load test's and the soak's request mix).
-/// - `DemoSupport`, `BenchmarkSupport`: the parts of the demo and the
-///   benchmark that the tests exercise in process (the demo's command line and
-///   recorder; the benchmark's result model and charts), so that no test
-///   target depends on an executable.
+/// - `DemoSupport`: the part of the demo that the tests exercise in process
+///   (its command line and recorder), so that no test target depends on an
+///   executable.
 /// - Two test targets: `AsyncImageKitTests`, fast and without sockets or child
 ///   processes (`swift test --filter AsyncImageKitTests.`), and
 ///   `AsyncImageKitIntegrationTests` (loopback HTTP, TLS, HTTP/2, child
 ///   processes, load and crash tests); `TestSupport` holds what both use.
 ///
-/// Only the library's own needs go in `dependencies` (swift-log): the demo,
-/// the benchmark and the tests add none (the demo parses its own command
+/// The benchmark (`Benchmarks/`) is a package of its own, with a path
+/// dependency on this one (as `Examples/ThumbnailService` is), so that its
+/// argument parser and its peers' needs stay out of this graph. It needs
+/// three of the support targets above, and a package can only use another's
+/// products, hence one product that is not API:
+/// - `AsyncImageKitTestSupport` (`LoopbackHTTP`, `ImageFixtures`, `LoadMix`):
+///   test and benchmark support, not part of the library's API and without
+///   any promise of stability (as swift-nio's `NIOTestUtils`). It adds no
+///   dependency: a user who does not name it builds none of it.
+/// The C libraries the benchmark calls directly (libpng's and giflib's own
+/// decoders as peers, libcurl's and libpng's versions) it declares with module
+/// maps of its own, so no `C*` target here is a product.
+///
+/// Only the library's own needs go in `dependencies` (swift-log): the demo
+/// and the tests add none (the demo parses its own command
 /// line), so a package that depends on AsyncImageKit resolves nothing it
 /// does not use. Two optional integrations for services sit behind package
 /// traits, off by default, and each of their uses is guarded by
@@ -35,9 +47,10 @@ let package = Package(
     products: [
         .library(name: "AsyncImageKit", targets: ["AsyncImageKit"]),
         .executable(name: "asyncimage-demo", targets: ["asyncimage-demo"]),
-        .executable(name: "asyncimage-bench", targets: ["asyncimage-bench"]),
         .executable(name: "asyncimage-fuzz", targets: ["asyncimage-fuzz"]),
         .executable(name: "asyncimage-crashtest", targets: ["asyncimage-crashtest"]),
+        // Test and benchmark support for Benchmarks/ (see the header): not API.
+        .library(name: "AsyncImageKitTestSupport", targets: ["LoopbackHTTP", "ImageFixtures", "LoadMix"]),
     ],
     traits: [
         .trait(name: "MetricsSupport", description: "LoaderMetrics: the loader's requests, bytes and stage times as swift-metrics counters and timers."),
@@ -118,22 +131,6 @@ let package = Package(
             path: "Demo",
             exclude: ["Support"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The benchmark's result model, charts and machine description
-        // (Benchmarks/Support), tested in process.
-        .target(
-            name: "BenchmarkSupport", dependencies: ["AsyncImageKit", "ImageFixtures", "CPNG", "CCurl"],
-            path: "Benchmarks/Support",
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-        .executableTarget(
-            name: "asyncimage-bench",
-            dependencies: [
-                "AsyncImageKit", "BenchmarkSupport", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CPNG", "CGIF", "CCurl",
-            ],
-            path: "Benchmarks",
-            // Service: the service benchmark's scripts (Python and bash), not Swift.
-            exclude: ["reference", "Support", "Service"],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
-
         // The HTTP cache held to the public HTTP cache test suite (see
         // Conformance/README.md): its node scripts are a resource, the suite is not.
         .executableTarget(
@@ -172,7 +169,7 @@ let package = Package(
         .testTarget(
             name: "AsyncImageKitTests",
             dependencies: [
-                "AsyncImageKit", "TestSupport", "ImageFixtures", "FuzzTargets", "DemoSupport", "BenchmarkSupport",
+                "AsyncImageKit", "TestSupport", "ImageFixtures", "FuzzTargets", "DemoSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["MetricsSupport"])),
                 .product(
@@ -183,12 +180,12 @@ let package = Package(
             exclude: ["Resources"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // Loopback HTTP, TLS and HTTP/2 servers, child processes (workers,
-        // crash tests, the demo and benchmark binaries), load and leak checks.
+        // crash tests, the demo binary), load and leak checks.
         .testTarget(
             name: "AsyncImageKitIntegrationTests",
             dependencies: [
                 "AsyncImageKit", "TestSupport", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CrashSafety", "DemoSupport",
-                "BenchmarkSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]

@@ -139,68 +139,10 @@ struct LoaderSourcesResult: Sendable {
     var skipped: [String]
 }
 
-func median(of values: [Double]) -> Double { Samples(values).median }
-
 let loaderDisplayNames = ["peer": "URLSession+TG (peer)", "ours": "AsyncImageKit", "ours-nopool": "AsyncImageKit, no pool"]
 
-/// Whether the `loader` command's arguments ask for this benchmark.
-func wantsLoaderSources(_ arguments: [String]) -> Bool {
-    arguments.contains { ["--source", "--set", "--smoke", "--no-curl", "--loaders"].contains($0) }
-}
-
-func parseLoaderSourcesOptions(_ arguments: [String]) -> LoaderSourcesOptions {
-    var options = LoaderSourcesOptions()
-    var iterator = arguments.makeIterator()
-    func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("loader: \(message)\n".utf8))
-        exit(2)
-    }
-    func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map(String.init) }
-    while let argument = iterator.next() {
-        switch argument {
-        case "--source":
-            let value = iterator.next() ?? ""
-            if value == "both" {
-                options.sources = [.builtin, .nginx]
-            } else {
-                options.sources = list(value).map { name -> LoaderSource in
-                    guard let source = LoaderSource(rawValue: name) else { fail("unknown source \(name) (builtin, nginx, both)") }
-                    return source
-                }
-            }
-        case "--set":
-            let value = iterator.next() ?? ""
-            guard let set = LoaderImageSet(rawValue: value) else { fail("unknown set \(value) (photos, mixed)") }
-            options.set = set
-        case "--count": options.count = Int(iterator.next() ?? "").map { max(2, $0) }
-        case "--repeats": options.repeats = max(1, Int(iterator.next() ?? "") ?? options.repeats)
-        case "--loads":
-            options.loads = list(iterator.next()).compactMap { Int($0) }.filter { $0 > 0 }
-            if options.loads.isEmpty { fail("--loads needs numbers, such as 2,8") }
-        case "--workloads":
-            options.workloads = list(iterator.next())
-            if options.workloads.isEmpty || !options.workloads.allSatisfy({ ["full", "display"].contains($0) }) {
-                fail("--workloads: full, display")
-            }
-        case "--loaders":
-            options.loaders = list(iterator.next())
-            if options.loaders.isEmpty || !options.loaders.allSatisfy({ loaderDisplayNames[$0] != nil }) {
-                fail("--loaders: peer, ours, ours-nopool")
-            }
-        case "--no-curl": options.curl = false
-        case "--smoke":
-            options.smoke = true
-            options.repeats = 1
-        case "--output": options.output = iterator.next() ?? options.output
-        default: fail("unknown option \(argument)")
-        }
-    }
-    return options
-}
-
 /// `loader --source ... --set ...`: measures and prints the table.
-func runLoaderSourcesCommand(_ arguments: [String]) throws {
-    let options = parseLoaderSourcesOptions(arguments)
+func runLoaderSourcesCommand(_ options: LoaderSourcesOptions) throws {
     let result = try measureLoaderSources(options) { print($0); fflush(nil) }
     printLoaderSources(result)
     let csv = URL(fileURLWithPath: options.output).appendingPathComponent("loader-\(options.set.rawValue)-runs.csv")
@@ -214,24 +156,12 @@ final class BuiltinServerProcess {
     private let process: Process
 
     init(folder: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["serve", folder]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        ChildProcessCleanup.register(process.processIdentifier)
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let text = String(decoding: line, as: UTF8.self).split(separator: " ").last,
-            let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
+        let (process, text) = try BenchChild.start(["serve", folder], tag: "PORT")
+        self.process = process
+        guard let port = Int(text) else {
             process.terminate()
-            throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "serve did not start"])
+            ChildProcessCleanup.forget(process.processIdentifier)
+            throw BenchError("serve reported no port: \(text)")
         }
         self.port = port
     }
@@ -249,25 +179,6 @@ final class BuiltinServerProcess {
     deinit { stop() }
 }
 
-/// Runs `asyncimage-bench ARGUMENTS` and returns the line of its standard
-/// output that starts with `tag`, split at spaces, without the tag.
-func runBenchChild(_ arguments: [String], tag: String) throws -> [Double] {
-    let child = Process()
-    child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    child.arguments = arguments
-    let out = Pipe()
-    child.standardOutput = out
-    try child.run()
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    child.waitUntilExit()
-    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(tag + " ") }) else {
-        throw NSError(
-            domain: "bench", code: 1,
-            userInfo: [NSLocalizedDescriptionKey: "\(arguments.first ?? "child") failed (status \(child.terminationStatus)): \(text.suffix(500))"])
-    }
-    return line.split(separator: " ").dropFirst().compactMap { Double($0) }
-}
-
 /// One measured run of a loader: a `run-one` child (`mode`: peer, ours,
 /// ours-nopool) loading every image of `list` from 127.0.0.1:`port`, with the
 /// machine's CPU around it. Every loader benchmark runs its loaders through it.
@@ -275,7 +186,7 @@ func runLoaderChild(_ mode: String, loads: Int, workload: String, port: Int, lis
     -> LoaderRunSample
 {
     let before = machineCPUSeconds()
-    let fields = try runBenchChild(["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
+    let fields = try BenchChild.numbers(["run-one", mode, String(loads), workload, String(port), list.path], tag: "RESULT")
     let after = machineCPUSeconds()
     guard fields.count == 5 else {
         throw BenchError("run-one (\(mode), \(loads) loads, \(workload)) printed an unreadable result: \(fields)")
@@ -341,7 +252,7 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
         for round in 0..<options.repeats {
             // The bound first, then every run of the round, the loaders'
             // order rotating by one each round so the drift hits all of them.
-            let bound = try runBenchChild(["decode-bound", workload, folder.path, list.path, String(cores)], tag: "BOUND")
+            let bound = try BenchChild.numbers(["decode-bound", workload, folder.path, list.path, String(cores)], tag: "BOUND")
             let sample = DecodeBoundSample(images: Int(bound[0]), cpu: bound[1], wall: bound[2], cores: cores)
             bounds[workload, default: []].append(sample)
             log(String(format: "  %@ round %d: decode bound %.1f images/s (%.1f ms CPU per image)", workload, round + 1,
@@ -381,15 +292,6 @@ func measureLoaderSources(_ options: LoaderSourcesOptions, log: (String) -> Void
         curl: curlOrder.map { curlRows[$0]! }, skipped: skipped)
 }
 
-/// "median (min-max)".
-func medianSpan(_ values: [Double], _ format: String) -> String {
-    let samples = Samples(values)
-    guard !samples.isEmpty else { return "-" }
-    let middle = String(format: format, samples.median)
-    guard samples.count > 1 else { return middle }
-    return middle + " (" + String(format: format, samples.min) + "-" + String(format: format, samples.max) + ")"
-}
-
 /// Every run as CSV (one line per run; the bound's rounds as loader "decode-bound").
 func loaderSourcesCSV(_ result: LoaderSourcesResult) -> String {
     var lines = ["workload,source,loads,loader,seconds,images,images_per_s,peak_mb,cpu_s,failures,machine_idle_s,others_cpu_s"]
@@ -422,47 +324,51 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
     for reason in result.skipped { print("skipped: \(reason)") }
     print("Bound: the perfect-overlap decode bound, images / (CPU seconds of our decoders for the set / cores), measured each round.")
     print("Idle %: the machine's idle CPU over the run (of cores x wall); others %: CPU used by other processes (the server too).")
-    print("\n| workload | source | loads | loader | images/s | of bound | peak RSS MB | CPU ms/image | idle % | others % |")
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    var table = ResultTable(
+        title: "",
+        header: ["workload", "source", "loads", "loader", "images/s", "of bound", "peak RSS MB", "CPU ms/image", "idle %", "others %"])
+    let cores = Double(result.cores)
     for workload in options.workloads {
-        let bound = median(of: (result.bounds[workload] ?? []).map(\.imagesPerSecond))
-        print("| \(workload) | - | - | decode bound | \(medianSpan((result.bounds[workload] ?? []).map(\.imagesPerSecond), "%.1f")) | 100% | - | "
-            + medianSpan((result.bounds[workload] ?? []).map { 1000 * $0.cpuPerImage }, "%.1f") + " | - | - |")
+        let bounds = result.bounds[workload] ?? []
+        let bound = Samples(bounds.map(\.imagesPerSecond)).median
+        func ofBound(_ rates: Samples) -> String { String(format: "%.0f%%", 100 * rates.median / bound) }
+        table.add([
+            workload, "-", "-", "decode bound", Samples(bounds.map(\.imagesPerSecond)).formatted(1), "100%", "-",
+            Samples(bounds.map { 1000 * $0.cpuPerImage }).formatted(1), "-", "-",
+        ])
         // The same decodes' wall time on `cores` threads: what the bound was
         // on this (shared) machine at that moment, for reference.
-        print("| \(workload) | - | - | decode alone, \(result.cores) threads, wall time | "
-            + medianSpan((result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }, "%.1f") + " | "
-            + String(format: "%.0f%%", 100 * median(of: (result.bounds[workload] ?? []).map { Double($0.images) / $0.wall }) / bound)
-            + " | - | - | - | - |")
+        let wall = Samples(bounds.map { Double($0.images) / $0.wall })
+        table.add([workload, "-", "-", "decode alone, \(result.cores) threads, wall time", wall.formatted(1), ofBound(wall), "-", "-", "-", "-"])
         for row in result.rows where row.workload == workload {
-            let rates = row.samples.map(\.imagesPerSecond)
-            let cores = Double(result.cores)
-            let cpu: [Double] = row.samples.map { 1000 * $0.cpu / Double($0.images) }
-            let idle: [Double] = row.samples.map { 100 * $0.machineIdle / (cores * $0.seconds) }
-            let others: [Double] = row.samples.map { 100 * $0.othersCPU / (cores * $0.seconds) }
-            let name = loaderDisplayNames[row.loader] ?? row.loader
-            let head = "| \(workload) | \(row.source.rawValue) | \(row.loads) | \(name) | "
-            let figures = medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
-            let rest = medianSpan(row.samples.map(\.peakMB), "%.0f") + " | " + medianSpan(cpu, "%.1f") + " | "
-                + medianSpan(idle, "%.0f") + " | " + medianSpan(others, "%.0f") + " |"
-            print(head + figures + rest)
+            let rates = Samples(row.samples.map(\.imagesPerSecond))
+            table.add([
+                workload, row.source.rawValue, "\(row.loads)", loaderDisplayNames[row.loader] ?? row.loader, rates.formatted(1),
+                ofBound(rates), Samples(row.samples.map(\.peakMB)).formatted(0),
+                Samples(row.samples.map { 1000 * $0.cpu / Double($0.images) }).formatted(1),
+                Samples(row.samples.map { 100 * $0.machineIdle / (cores * $0.seconds) }).formatted(0),
+                Samples(row.samples.map { 100 * $0.othersCPU / (cores * $0.seconds) }).formatted(0),
+            ])
         }
         for row in result.curl where row.workload == workload {
-            let rates = row.samples.map(\.imagesPerSecond)
-            print("| \(workload) | nginx | \(row.parallelMax) | curl --parallel, then \(workload == "display" ? "djpeg -scale 1/4" : "djpeg"), pngtopnm, giftopnm | "
-                + medianSpan(rates, "%.1f") + " | " + String(format: "%.0f%%", 100 * median(of: rates) / bound) + " | "
-                + medianSpan(row.samples.map(\.peakMB), "%.0f") + " | "
-                + medianSpan(row.samples.map { 1000 * $0.cpu / Double($0.images) }, "%.1f") + " | - | - |")
+            let rates = Samples(row.samples.map(\.imagesPerSecond))
+            table.add([
+                workload, "nginx", "\(row.parallelMax)",
+                "curl --parallel, then \(workload == "display" ? "djpeg -scale 1/4" : "djpeg"), pngtopnm, giftopnm",
+                rates.formatted(1), ofBound(rates), Samples(row.samples.map(\.peakMB)).formatted(0),
+                Samples(row.samples.map { 1000 * $0.cpu / Double($0.images) }).formatted(1), "-", "-",
+            ])
         }
     }
+    print("\n" + table.markdown, terminator: "")
     if !result.curl.isEmpty {
         print("\nThe curl yardstick's two phases (medians): ")
         for row in result.curl {
             print(String(
                 format: "  %@, --parallel-max %d: download %.2f s (%.2f s CPU), decode %.2f s (%.2f s CPU, %d processes at once)",
-                row.workload, row.parallelMax, median(of: row.samples.map(\.downloadSeconds)),
-                median(of: row.samples.map(\.downloadCPU)), median(of: row.samples.map(\.decodeSeconds)),
-                median(of: row.samples.map(\.decodeCPU)), result.cores))
+                row.workload, row.parallelMax, Samples(row.samples.map(\.downloadSeconds)).median,
+                Samples(row.samples.map(\.downloadCPU)).median, Samples(row.samples.map(\.decodeSeconds)).median,
+                Samples(row.samples.map(\.decodeCPU)).median, result.cores))
         }
     }
     // The runs the rest of the machine left alone (other processes under 5%
@@ -470,24 +376,24 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
     let quiet = result.rows.compactMap { row -> String? in
         let runs = row.samples.filter { $0.othersCPU < 0.05 * Double(result.cores) * $0.seconds }
         guard !runs.isEmpty, let bounds = result.bounds[row.workload] else { return nil }
-        let rate = median(of: runs.map(\.imagesPerSecond))
+        let rate = Samples(runs.map(\.imagesPerSecond)).median
         return String(format: "  %@ %@ %d loads %@: %.1f images/s, %.1f%% of the bound (%d of %d runs)", row.workload,
                       row.source.rawValue, row.loads, loaderDisplayNames[row.loader] ?? row.loader, rate,
-                      100 * rate / median(of: bounds.map(\.imagesPerSecond)), runs.count, row.samples.count)
+                      100 * rate / Samples(bounds.map(\.imagesPerSecond)).median, runs.count, row.samples.count)
     }
     if !quiet.isEmpty {
         print("\nRuns with other processes under 5% of the CPU (medians):")
         quiet.forEach { print($0) }
     }
     // The goal, full size at 2 loads: >= 0.95 of the bound at no more peak RSS than the peer.
-    if let bound = result.bounds["full"].map({ median(of: $0.map(\.imagesPerSecond)) }) {
+    if let bound = result.bounds["full"].map({ Samples($0.map(\.imagesPerSecond)).median }) {
         for source in options.sources {
             guard let ours = result.rows.first(where: { $0.workload == "full" && $0.source == source && $0.loads == 2 && $0.loader == "ours" })
             else { continue }
-            let rate = median(of: ours.samples.map(\.imagesPerSecond))
-            let rss = median(of: ours.samples.map(\.peakMB))
+            let rate = Samples(ours.samples.map(\.imagesPerSecond)).median
+            let rss = Samples(ours.samples.map(\.peakMB)).median
             let peer = result.rows.first { $0.workload == "full" && $0.source == source && $0.loads == 2 && $0.loader == "peer" }
-            let peerRSS = peer.map { median(of: $0.samples.map(\.peakMB)) }
+            let peerRSS = peer.map { Samples($0.samples.map(\.peakMB)).median }
             let met = rate >= 0.95 * bound && (peerRSS.map { rss <= $0 } ?? true)
             print(String(
                 format: "Goal (full size, 2 loads, %@): >= 95%% of the bound at no more peak RSS than the peer: %.1f%% of %.1f images/s, %.0f MB against the peer's %@: %@%@.",
@@ -500,18 +406,15 @@ func printLoaderSources(_ result: LoaderSourcesResult) {
 }
 
 /// Child process: the perfect-overlap decode bound.
-/// `decode-bound WORKLOAD FOLDER LIST-FILE THREADS`; prints `BOUND images cpuSeconds wallSeconds`.
+/// `decode-bound WORKLOAD FOLDER LIST-FILE THREADS`; reports `BOUND images cpuSeconds wallSeconds`.
 ///
 /// Every file is read into memory first (not timed), then decoded by our
 /// decoders as the loader decodes it (full size, or the display request's
 /// options: 256x256 fill), THREADS at once, each file once; the CPU seconds
 /// are each decoding thread's own, summed. A warm-up decode of the first file
 /// comes first. The pixel-buffer pool is on, as in the loader.
-func decodeBoundChild(_ arguments: [String]) throws {
-    guard arguments.count == 4, let threads = Int(arguments[3]) else { exit(2) }
-    let display = arguments[0] == "display"
-    let folder = URL(fileURLWithPath: arguments[1])
-    let names = try String(contentsOfFile: arguments[2], encoding: .utf8).split(separator: "\n").map(String.init)
+func decodeBoundChild(display: Bool, folder: URL, list: String, threads: Int) throws {
+    let names = try String(contentsOfFile: list, encoding: .utf8).split(separator: "\n").map(String.init)
     let bodies = try names.map { try Data(contentsOf: folder.appendingPathComponent($0)) }
     let options =
         display
@@ -540,17 +443,15 @@ func decodeBoundChild(_ arguments: [String]) throws {
     }
     let wall = now() - start
     if failures.withLock({ $0 }) > 0 { FileHandle.standardError.write(Data("decode-bound: \(failures.withLock { $0 }) failed\n".utf8)) }
-    print("BOUND \(bodies.count) \(cpu.withLock { $0 }) \(wall)")
+    BenchChild.report("BOUND", "\(bodies.count) \(cpu.withLock { $0 }) \(wall)")
 }
 
 /// Child process: nginx serving FOLDER on 127.0.0.1 until standard input
 /// closes or a signal stops it (for profiling a run-one child by hand).
 /// `nginx-serve FOLDER`; prints `PORT n`.
-func nginxServeChild(_ arguments: [String]) throws {
-    guard let folder = arguments.first else { exit(2) }
+func nginxServeChild(folder: String) throws {
     let server = try NginxServer(root: folder)
-    print("PORT \(server.port)")
-    fflush(nil)
+    BenchChild.report("PORT", "\(server.port)")
     _ = FileHandle.standardInput.readDataToEndOfFile()
     server.stop()
 }

@@ -19,23 +19,6 @@ struct SoakOptions {
     var seed: UInt64 = 2026
 }
 
-func parseSoakOptions(_ arguments: ArraySlice<String>) -> SoakOptions {
-    var options = SoakOptions()
-    var rest = arguments.makeIterator()
-    while let flag = rest.next() {
-        switch flag {
-        case "--minutes": options.minutes = rest.next().flatMap { Double($0) } ?? options.minutes
-        case "--loads": options.loads = rest.next().flatMap { Int($0) } ?? options.loads
-        case "--output": options.output = rest.next() ?? options.output
-        case "--seed": options.seed = rest.next().flatMap { UInt64($0) } ?? options.seed
-        default:
-            print("unknown option \(flag)")
-            exit(2)
-        }
-    }
-    return options
-}
-
 /// One second of the soak.
 struct SoakSample {
     /// Seconds since the soak started.

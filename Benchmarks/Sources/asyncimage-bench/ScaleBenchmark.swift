@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
@@ -57,57 +58,6 @@ struct ScaleOptions {
     var shapes = ScaleShape.allCases
     var maxSeconds = 60.0
     var output: String?
-}
-
-func parseScaleOptions(_ arguments: ArraySlice<String>) -> ScaleOptions {
-    func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
-        exit(2)
-    }
-    /// `1000`, `10k`, `1M`.
-    func size(_ text: Substring) -> Int? {
-        let multiplier: Int
-        var digits = text
-        switch text.last {
-        case "k", "K": multiplier = 1_000
-        case "m", "M": multiplier = 1_000_000
-        default: multiplier = 1
-        }
-        if multiplier > 1 { digits = digits.dropLast() }
-        return Int(digits).map { $0 * multiplier }
-    }
-    var options = ScaleOptions()
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-        switch argument {
-        case "--sizes":
-            let text = iterator.next() ?? ""
-            let parts = text.split(separator: ",")
-            let sizes = parts.compactMap(size)
-            guard !sizes.isEmpty, sizes.count == parts.count, sizes.allSatisfy({ $0 >= 8 }) else {
-                fail("--sizes: a comma-separated list of counts of at least 8 (1000 or 1k, 1M), not \"\(text)\"")
-            }
-            options.sizes = Array(Set(sizes)).sorted()
-        case "--targets":
-            let text = iterator.next() ?? ""
-            let parts = text.split(separator: ",")
-            let shapes = parts.compactMap { ScaleShape(rawValue: String($0)) }
-            guard !shapes.isEmpty, shapes.count == parts.count else {
-                fail("--targets: one, many or one,many, not \"\(text)\"")
-            }
-            options.shapes = ScaleShape.allCases.filter(shapes.contains)
-        case "--max-seconds":
-            let text = iterator.next() ?? ""
-            guard let seconds = Double(text), seconds > 0 else { fail("--max-seconds: a positive number, not \"\(text)\"") }
-            options.maxSeconds = seconds
-        case "--output":
-            guard let folder = iterator.next() else { fail("--output: a folder") }
-            options.output = folder
-        default:
-            fail("unknown option \(argument)")
-        }
-    }
-    return options
 }
 
 /// A target object, as a cell or view would be.
@@ -606,8 +556,8 @@ func renderScale(
     var markdown = "## Scale\n\n" + text
     for (shape, results) in tables {
         let table = scaleTable(shape: shape, sizes: options.sizes, results: results)
-        text += "shape \(shape.rawValue): \(shape.summary)\n" + renderPlain(table)
-        markdown += "### Shape `\(shape.rawValue)`: \(shape.summary)\n\n" + renderMarkdown(table) + "\n"
+        text += "shape \(shape.rawValue): \(shape.summary)\n" + table.plain
+        markdown += "### Shape `\(shape.rawValue)`: \(shape.summary)\n\n" + table.markdown + "\n"
         var notes: [String] = []
         for size in options.sizes {
             guard let result = results[size] else { continue }
@@ -620,7 +570,7 @@ func renderScale(
             }
             notes += result.notes.map { "\(scaleSizeLabel(size)): \($0)" }
         }
-        if table.contains(where: { $0.contains("not run") }) {
+        if table.rows.contains(where: { $0.contains("not run") }) {
             notes.append("not run: over time at a smaller size, or not every request of that size could be enqueued in time")
         }
         for note in notes {
@@ -633,8 +583,8 @@ func renderScale(
     return (text, markdown)
 }
 
-/// The table of one shape: a header row, then a row per phase and memory figure.
-func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]) -> [[String]] {
+/// The table of one shape: a row per phase and memory figure, a column per size and the ratio.
+func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]) -> ResultTable {
     var names: [String] = []
     for size in sizes {
         for row in results[size]?.rows ?? [] where !names.contains(row.name) { names.append(row.name) }
@@ -643,7 +593,7 @@ func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]
     let trailing = [scaleMallocRow, scaleRSSRow, scaleRunsRow]
     names = names.filter { !trailing.contains($0) } + trailing.filter(names.contains)
     let ratioHeader = sizes.count > 1 ? "\(scaleSizeLabel(sizes.last!)) / \(scaleSizeLabel(sizes.first!))" : "ratio"
-    var table = [["N"] + sizes.map(scaleSizeLabel) + [ratioHeader]]
+    var table = ResultTable(title: "", header: ["N"] + sizes.map(scaleSizeLabel) + [ratioHeader])
     for name in names {
         var row = [name]
         for size in sizes {
@@ -667,26 +617,9 @@ func scaleTable(shape: ScaleShape, sizes: [Int], results: [Int: ScaleCaseResult]
         } else {
             row.append("-")
         }
-        table.append(row)
+        table.add(row)
     }
     return table
-}
-
-func renderPlain(_ table: [[String]]) -> String {
-    let widths = table[0].indices.map { column in table.map { $0[column].count }.max() ?? 0 }
-    return table.map { row in
-        row.indices.map { column in
-            let cell = row[column]
-            let padding = String(repeating: " ", count: widths[column] - cell.count)
-            return column == 0 ? cell + padding : padding + cell
-        }.joined(separator: "  ")
-    }.joined(separator: "\n") + "\n"
-}
-
-func renderMarkdown(_ table: [[String]]) -> String {
-    var lines = table.map { "| " + $0.joined(separator: " | ") + " |" }
-    lines.insert("|" + table[0].indices.map { $0 == 0 ? "---|" : "---:|" }.joined(), at: 1)
-    return lines.joined(separator: "\n") + "\n"
 }
 
 /// `1k`, `10k`, `1M`, or the number itself.

@@ -28,22 +28,6 @@ struct DiskOptions {
     var large = false
 }
 
-func parseDiskOptions(_ arguments: ArraySlice<String>) -> DiskOptions {
-    var options = DiskOptions()
-    var rest = arguments.makeIterator()
-    while let flag = rest.next() {
-        switch flag {
-        case "--count": options.count = rest.next().flatMap { Int($0) } ?? options.count
-        case "--entries": options.entries = rest.next().flatMap { Int($0) } ?? options.entries
-        case "--large": options.large = true
-        default:
-            print("unknown option \(flag)")
-            exit(2)
-        }
-    }
-    return options
-}
-
 /// What the loads part of `disk` measured: per row, one sample per round.
 struct DiskFigures {
     struct Row {
@@ -170,8 +154,8 @@ func runDiskBenchmark(_ options: DiskOptions) throws {
         count: options.count, large: options.large, sets: URL(fileURLWithPath: "bench-output"), work: work, runs: 3,
         log: { print($0) })
     if let original = figures.row(diskWarmOriginalRow), let thumbnail = figures.row(diskWarmThumbnailRow) {
-        let (rateO, cpuO) = (median(of: original.rates), median(of: original.cpu))
-        let (rateT, cpuT) = (median(of: thumbnail.rates), median(of: thumbnail.cpu))
+        let (rateO, cpuO) = (Samples(original.rates).median, Samples(original.cpu).median)
+        let (rateT, cpuT) = (Samples(thumbnail.rates).median, Samples(thumbnail.cpu).median)
         print(String(format: "stored thumbnails vs originals decoded at display size (medians of 3): %.1fx images/s, %.1fx less CPU per image (goal: >= 20x faster)", rateT / rateO, cpuO / cpuT))
     }
 

@@ -4,8 +4,7 @@ import XCTest
 
 /// The benchmark's result model and charts (BenchmarkSupport), in process:
 /// samples, goals, the generated part of BENCHMARKS.md, chart axes. (The
-/// `asyncimage-bench all` smoke run as a process: BenchmarkHarnessTests in
-/// AsyncImageKitIntegrationTests.)
+/// `asyncimage-bench all` smoke run as a process: BenchmarkHarnessTests.)
 final class BenchmarkSupportTests: XCTestCase {
     func testSamplesGiveMedianRangeAndRatios() {
         XCTAssertEqual(Samples([3, 1, 2]).median, 2)

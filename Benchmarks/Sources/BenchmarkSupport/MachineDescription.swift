@@ -1,5 +1,5 @@
-import CCurl
-import CPNG
+import CBenchCurl
+import CBenchPNG
 import Foundation
 
 /// Where and when a run was made: the date, the machine, and the versions of

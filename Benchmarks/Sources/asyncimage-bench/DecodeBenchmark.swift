@@ -1,28 +1,9 @@
 import AsyncImageKit
-import CGIF
-import CPNG
+import BenchmarkSupport
+import CBenchGIF
+import CBenchPNG
 import Foundation
 import ImageFixtures
-
-struct Options {
-    var seconds = 3.0
-    var output = "bench-output"
-}
-
-func parseOptions(_ arguments: ArraySlice<String>) -> Options {
-    var options = Options()
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-        switch argument {
-        case "--seconds": options.seconds = Double(iterator.next() ?? "") ?? options.seconds
-        case "--output": options.output = iterator.next() ?? options.output
-        default:
-            FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
-            exit(2)
-        }
-    }
-    return options
-}
 
 func now() -> Double {
     var spec = timespec()
@@ -41,8 +22,7 @@ func measure(seconds: Double, _ body: () throws -> Void) rethrows -> Double {
         try body()
         times.append(now() - t0)
     }
-    times.sort()
-    return times[times.count / 2]
+    return Samples(times).median
 }
 
 func row(_ name: String, _ megapixelsPerSecond: Double, _ note: String = "") {
@@ -135,8 +115,10 @@ func makeAnimatedGIF(width: Int, height: Int, frames: Int) throws -> Data {
     return try GIFWriter.encode(width: width, height: height, globalPalette: palette, frames: specs)
 }
 
-func runDecodeBenchmark(_ options: Options) throws {
-    let folder = URL(fileURLWithPath: options.output)
+/// `decode`: the decoders against tjbench, libpng's simplified API and giflib,
+/// each figure over at least `seconds`; the inputs are generated into `output`.
+func runDecodeBenchmark(seconds: Double, output: String) throws {
+    let folder = URL(fileURLWithPath: output)
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 
     print("Generating inputs in \(folder.path) ...")
@@ -157,7 +139,6 @@ func runDecodeBenchmark(_ options: Options) throws {
     let jpeg = try Data(contentsOf: URL(fileURLWithPath: jpegPath))
     let png = try Data(contentsOf: URL(fileURLWithPath: pngPath))
     let gif = try Data(contentsOf: URL(fileURLWithPath: gifPath))
-    let seconds = options.seconds
     print("Each figure: median of runs over at least \(seconds) s after a warm-up run; one thread.\n")
 
     // JPEG, full size.

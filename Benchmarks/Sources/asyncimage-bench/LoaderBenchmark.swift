@@ -30,9 +30,9 @@ func makeImageSet(count: Int, folder: URL, sizes: [(Int, Int)] = defaultPhotoSiz
     return names
 }
 
-/// Child process: serves every file of a folder at `/NAME` on 127.0.0.1 and prints its port.
-func serveFolder(_ arguments: [String]) throws {
-    guard let path = arguments.first else { exit(2) }
+/// Child process: serves every file of the folder `path` at `/NAME` on
+/// 127.0.0.1 (`serve FOLDER`); reports `PORT n`, then serves until stopped.
+func serveFolder(path: String) throws {
     var files: [String: Data] = [:]
     for name in try FileManager.default.contentsOfDirectory(atPath: path) {
         files["/" + name] = try Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent(name))
@@ -45,8 +45,7 @@ func serveFolder(_ arguments: [String]) throws {
             connection.respond(status: 404, body: Data())
         }
     }
-    print("PORT \(server.port)")
-    fflush(nil)
+    BenchChild.report("PORT", "\(server.port)")
     while true { sleep(60) }
 }
 
@@ -73,13 +72,11 @@ func peakRSSMegabytes() -> Double {
     return Double(usage.ru_maxrss) / 1024
 }
 
-/// Child process: one measured run. Prints `RESULT seconds megapixels peakMB failures cpuSeconds`.
-func runOne(_ arguments: [String]) throws {
-    // run-one MODE CONCURRENCY WORKLOAD PORT LIST-FILE
-    guard arguments.count == 5, let concurrency = Int(arguments[1]), let port = Int(arguments[3]) else { exit(2) }
-    let mode = arguments[0]
-    let display = arguments[2] == "display"
-    let names = try String(contentsOfFile: arguments[4], encoding: .utf8).split(separator: "\n").map(String.init)
+/// Child process: one measured run (`run-one MODE CONCURRENCY WORKLOAD PORT
+/// LIST-FILE`): `mode` (peer, ours, ours-nopool) loads every image named in
+/// `list` from 127.0.0.1:`port`. Reports `RESULT seconds megapixels peakMB failures cpuSeconds`.
+func runOne(mode: String, concurrency: Int, display: Bool, port: Int, list: String) throws {
+    let names = try String(contentsOfFile: list, encoding: .utf8).split(separator: "\n").map(String.init)
     let urls = names.map { URL(string: "http://127.0.0.1:\(port)/\($0)")! }
     let target = PixelSize(width: 256, height: 256)
     let pixels = Locked(0)
@@ -147,35 +144,16 @@ func runOne(_ arguments: [String]) throws {
     if ProcessInfo.processInfo.environment["BENCH_POOL_STATS"] != nil {
         FileHandle.standardError.write(Data("pool: \(PixelBufferPool.shared.statistics)\n".utf8))
     }
-    print("RESULT \(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 }) \(cpu)")
+    BenchChild.report(
+        "RESULT", "\(seconds) \(Double(pixels.withLock { $0 }) / 1e6) \(peakRSSMegabytes()) \(failures.withLock { $0 }) \(cpu)")
 }
 
 /// `loader`: the loading-over-HTTP workload (`LoaderWorkload.swift`, the
 /// same as `all`'s), with AsyncImageKit also run with its pixel-buffer pool
 /// off, printed as a table; then the memory cache against NSCache.
-func runLoaderBenchmark(_ arguments: [String]) throws {
-    var options = LoaderWorkloadOptions()
-    options.loads = [1, 2, 4]
-    options.modes = ["peer", "ours", "ours-nopool"]
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-        switch argument {
-        case "--count": options.count = Int(iterator.next() ?? "") ?? options.count
-        case "--repeats": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
-        case "--output": options.sets = URL(fileURLWithPath: iterator.next() ?? options.sets.path)
-        case "--loads":
-            let loads = (iterator.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
-            if !loads.isEmpty { options.loads = loads }
-        case "--workloads":
-            let workloads = (iterator.next() ?? "").split(separator: ",").map(String.init).filter { ["full", "display"].contains($0) }
-            if !workloads.isEmpty { options.workloads = workloads }
-        default:
-            FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
-            exit(2)
-        }
-    }
+/// `command`: the command line, as the section names it.
+func runLoaderBenchmark(_ options: LoaderWorkloadOptions, command: String) throws {
     let figures = try measureLoaderWorkload(options) { print($0); fflush(nil) }
-    let command = "asyncimage-bench loader " + arguments.joined(separator: " ")
     try FileManager.default.createDirectory(at: options.sets, withIntermediateDirectories: true)
     let section = try loaderSection(figures, command: command, folder: options.sets)
     print("\n" + section.summary.joined(separator: "\n") + " \"No pool\": PixelBufferPool.shared.countLimit = 0.\n")

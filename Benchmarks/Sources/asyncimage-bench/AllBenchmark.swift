@@ -41,61 +41,19 @@ struct AllOptions {
     var sets = "bench-output"
     var only = AllOptions.workloads
     var update: String?
-    var arguments: [String] = []
 
     /// Runs per figure: 3 by default, 1 in a smoke run.
     var effectiveRuns: Int { runs ?? (smoke ? 1 : 3) }
 }
 
-func parseAllOptions(_ arguments: ArraySlice<String>) throws -> AllOptions {
-    var options = AllOptions()
-    options.arguments = Array(arguments)
-    var iterator = arguments.makeIterator()
-    func value(_ flag: String) throws -> String {
-        guard let value = iterator.next() else { throw BenchError("all: \(flag) needs a value") }
-        return value
-    }
-    while let argument = iterator.next() {
-        switch argument {
-        case "--smoke": options.smoke = true
-        case "--runs":
-            let text = try value(argument)
-            guard let runs = Int(text), runs > 0 else { throw BenchError("all: --runs takes a positive count, not \(text)") }
-            options.runs = runs
-        case "--output": options.output = try value(argument)
-        case "--sets": options.sets = try value(argument)
-        case "--update": options.update = try value(argument)
-        case "--only":
-            let names = try value(argument).split(separator: ",").map(String.init)
-            let unknown = names.filter { !AllOptions.workloads.contains($0) }
-            guard !names.isEmpty, unknown.isEmpty else {
-                throw BenchError("all: --only takes some of \(AllOptions.workloads.joined(separator: ",")), not \(unknown)")
-            }
-            options.only = AllOptions.workloads.filter(names.contains)
-        default:
-            throw BenchError("all: unknown option \(argument)")
-        }
-    }
-    return options
-}
-
-func runAllBenchmarks(_ arguments: ArraySlice<String>) throws {
-    let options: AllOptions
-    do {
-        options = try parseAllOptions(arguments)
-    } catch {
-        progressLine("\(error)")
-        progressLine(
-            "usage: asyncimage-bench all [--runs R] [--output DIR] [--sets DIR] [--only decode,thumbnails,loader,mixed,cache,disk,scale] [--update FILE] [--smoke]")
-        exit(2)
-    }
+/// `command`: the command line, as the report names it.
+func runAllBenchmarks(_ options: AllOptions, command: String) throws {
     let folder = URL(fileURLWithPath: options.output)
     let sets = URL(fileURLWithPath: options.sets)
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     try FileManager.default.createDirectory(at: sets, withIntermediateDirectories: true)
     let runs = options.effectiveRuns
     let smoke = options.smoke
-    let command = (["asyncimage-bench", "all"] + options.arguments).joined(separator: " ")
     var report = BenchmarkReport(machine: .current(), command: command)
     var failures: [String] = []
     progressLine("all: \(options.only.joined(separator: ", ")); \(runs) runs each\(smoke ? " (smoke: tiny sizes)" : "")")
@@ -266,9 +224,8 @@ func scaleSection(
     section.command = "asyncimage-bench scale --sizes " + options.sizes.map(scaleSizeLabel).joined(separator: ",")
     var plotSeries: [LineChart.Series] = []
     for (shape, results) in tables {
-        let rows = scaleTable(shape: shape, sizes: options.sizes, results: results)
-        var table = ResultTable(title: "Shape `\(shape.rawValue)`: \(shape.summary)", header: rows[0])
-        for row in rows.dropFirst() { table.add(row) }
+        var table = scaleTable(shape: shape, sizes: options.sizes, results: results)
+        table.title = "Shape `\(shape.rawValue)`: \(shape.summary)"
         for size in options.sizes {
             for note in results[size]?.notes ?? [] { table.notes.append("\(scaleSizeLabel(size)): \(note)") }
             for (name, figure) in results[size]?.rows ?? [] {
@@ -281,7 +238,7 @@ func scaleSection(
         section.tables.append(table)
         guard shape == .many else { continue }
         // The plot: every timed row of shape `many` (memory rows and the run count left out).
-        for name in rows.dropFirst().map({ $0[0] }) where ![scaleMallocRow, scaleRSSRow, scaleRunsRow].contains(name) {
+        for name in table.rows.map({ $0[0] }) where ![scaleMallocRow, scaleRSSRow, scaleRunsRow].contains(name) {
             let points = options.sizes.compactMap { size -> (x: Double, y: Samples)? in
                 guard case .value(let value)? = results[size]?[name] else { return nil }
                 return (Double(size), Samples([value]))

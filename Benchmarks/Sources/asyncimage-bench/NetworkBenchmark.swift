@@ -38,37 +38,6 @@ struct NetOptions {
     var smoke = false
 }
 
-func parseNetOptions(_ arguments: ArraySlice<String>) -> NetOptions {
-    var options = NetOptions()
-    var iterator = arguments.makeIterator()
-    func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map(String.init) }
-    while let argument = iterator.next() {
-        switch argument {
-        case "--rtts": options.roundTrips = list(iterator.next()).compactMap { Double($0).map { $0 / 1000 } }
-        case "--rates": options.rates = list(iterator.next()).compactMap { Double($0).map { $0 * 1e6 } }
-        case "--protocols": options.protocols = list(iterator.next())
-        case "--workloads": options.workloads = list(iterator.next())
-        case "--clients": options.clients = list(iterator.next())
-        case "--runs": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
-        case "--items": options.items = max(32, Int(iterator.next() ?? "") ?? options.items)
-        case "--speed": options.rowsPerSecond = Double(iterator.next() ?? "") ?? options.rowsPerSecond
-        case "--loads": options.loads = Int(iterator.next() ?? "")
-        case "--per-host": options.perHost = Int(iterator.next() ?? "")
-        case "--output": options.output = URL(fileURLWithPath: iterator.next() ?? options.output.path)
-        case "--smoke":
-            options.smoke = true
-            options.roundTrips = [0.050]
-            options.rates = [50e6]
-            options.runs = 1
-            options.items = 64
-        default:
-            FileHandle.standardError.write(Data("net: unknown option \(argument)\n".utf8))
-            exit(2)
-        }
-    }
-    return options
-}
-
 /// The gallery on disk: thumbnails (200x150, q70) and full photos (q85, the
 /// demo's sizes), one file per item so that every URL is its own.
 struct NetGallery {
@@ -144,8 +113,7 @@ struct NetRunOutcome: Codable {
     var extraBytes: Int
 }
 
-func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
-    let options = parseNetOptions(arguments)
+func runNetworkBenchmark(_ options: NetOptions) throws {
     guard NginxServer.isAvailable, which("openssl") != nil, which("curl") != nil else {
         throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "net needs nginx, openssl and curl (apt-get install nginx openssl curl)"])
     }
@@ -210,8 +178,8 @@ func runNetworkBenchmark(_ arguments: ArraySlice<String>) throws {
                             let r = outcome.result
                             print(
                                 "  run \(run + 1) \(workload) \(client): complete \(ms(r.complete)), first paint \(ms(r.firstPaint)), "
-                                    + "thumb p50/p95 \(ms(percentile(r.toThumbnail, 0.5)))/\(ms(percentile(r.toThumbnail, 0.95))), "
-                                    + "full p50/p95 \(ms(percentile(r.toFull, 0.5)))/\(ms(percentile(r.toFull, 0.95))), "
+                                    + "thumb p50/p95 \(ms(Samples(r.toThumbnail).percentile(0.5)))/\(ms(Samples(r.toThumbnail).percentile(0.95))), "
+                                    + "full p50/p95 \(ms(Samples(r.toFull).percentile(0.5)))/\(ms(Samples(r.toFull).percentile(0.95))), "
                                     + "\(outcome.connections) conn (\(outcome.peakConnections) at once), \(outcome.bytesDown / 1000) KB down (\(outcome.extraBytes / 1000) KB extra), "
                                     + "off-screen starts \(r.offscreenStarts), failures \(r.failures)")
                             fflush(nil)  // progress readable as it runs, also into a file
@@ -253,8 +221,7 @@ func writeNetReport(_ saved: NetSavedRun, into folder: URL) throws {
 }
 
 /// `net-report DIR`: the tables and charts again from DIR/net-results.json.
-func rewriteNetReport(_ arguments: [String]) throws {
-    let folder = URL(fileURLWithPath: arguments.first ?? "bench-output/net")
+func rewriteNetReport(folder: URL) throws {
     let decoder = JSONDecoder()
     decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
     let saved = try decoder.decode(NetSavedRun.self, from: Data(contentsOf: folder.appendingPathComponent("net-results.json")))
@@ -262,13 +229,6 @@ func rewriteNetReport(_ arguments: [String]) throws {
 }
 
 func ms(_ seconds: Double) -> String { seconds.isFinite ? String(format: "%.0f ms", seconds * 1000) : "-" }
-
-func percentile(_ values: [Double], _ p: Double) -> Double {
-    guard !values.isEmpty else { return .nan }
-    let sorted = values.sorted()
-    let index = min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))
-    return sorted[index]
-}
 
 /// A CA and a certificate for 127.0.0.1 made with `openssl` (as the tests' TLS servers do).
 func makeNetCertificates(in folder: URL) throws -> (authority: String, certificate: String, key: String) {
@@ -302,27 +262,17 @@ func makeNetCertificates(in folder: URL) throws -> (authority: String, certifica
 /// untouched.
 func runNetChild(_ spec: NetRunSpec) throws -> NetRunResult {
     let json = String(decoding: try JSONEncoder().encode(spec), as: UTF8.self)
-    let executable = CommandLine.arguments[0]
-    var argv = [executable, "net-one", json]
+    var launcher: [String] = []
     if spec.client == "peer" {
         let bundle = "/etc/ssl/certs/ca-certificates.crt"
-        argv = ["/usr/bin/unshare", "-m", "/bin/sh", "-c", "mount --bind \"$0\" \(bundle) && exec \"$@\"", spec.authority] + argv
+        launcher = ["/usr/bin/unshare", "-m", "/bin/sh", "-c", "mount --bind \"$0\" \(bundle) && exec \"$@\"", spec.authority]
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: output, as: UTF8.self)
-    guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("RESULT ") }),
-        let result = try? JSONDecoder().decode(NetRunResult.self, from: Data(line.dropFirst(7).utf8))
-    else {
-        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "net-one \(spec.client) \(spec.workload) failed: \(text.suffix(500))"])
+    let payload = try BenchChild.result(["net-one", json], tag: "RESULT", launcher: launcher)
+    do {
+        return try JSONDecoder().decode(NetRunResult.self, from: Data(payload.utf8))
+    } catch {
+        throw BenchError("net-one \(spec.client) \(spec.workload) printed an unreadable result: \(error)")
     }
-    return result
 }
 
 /// `curl --parallel` fetching the cold screen's 32 URLs (thumbnails first, as
@@ -368,8 +318,12 @@ func netReport(_ saved: NetSavedRun) -> String {
     func seconds(_ value: Double) -> String { value.isFinite ? String(format: "%.2f", value) : "-" }
     func ratio(_ a: Double, _ b: Double) -> String { a.isFinite && b.isFinite && b > 0 ? String(format: "%.2fx", a / b) : "-" }
     var text = "Cold screen (16 thumbnails, then their full images; \(saved.coldBytes / 1000) KB), seconds to the last full image, median of \(saved.runs):\n\n"
-    text += "| protocol | link | limit | AsyncImageKit | vs limit | curl --parallel | vs curl | URLSession | first paint (ours / peer) | connections (ours / peer / curl) | extra KB (ours / peer) |\n"
-    text += "|---|---|---|---|---|---|---|---|---|---|---|\n"
+    var cold = ResultTable(
+        title: "",
+        header: [
+            "protocol", "link", "limit", "AsyncImageKit", "vs limit", "curl --parallel", "vs curl", "URLSession",
+            "first paint (ours / peer)", "connections (ours / peer / curl)", "extra KB (ours / peer)",
+        ])
     for setting in results {
         let ours = med(setting.runs["cold ours"]) { $0.result.complete }
         let curl = med(setting.runs["cold curl"]) { $0.result.complete }
@@ -378,17 +332,29 @@ func netReport(_ saved: NetSavedRun) -> String {
         let paintPeer = med(setting.runs["cold peer"]) { $0.result.firstPaint }
         let conns = ["cold ours", "cold peer", "cold curl"].map { key in med(setting.runs[key]) { Double($0.connections) } }
         let extra = ["cold ours", "cold peer"].map { key in med(setting.runs[key]) { Double($0.extraBytes) / 1000 } }
-        text += "| \(setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") | \(setting.link) | \(seconds(setting.limit)) | \(seconds(ours)) | \(ratio(ours, setting.limit)) | \(seconds(curl)) | \(ratio(ours, curl)) | \(seconds(peer)) | \(seconds(paintOurs)) / \(seconds(paintPeer)) | \(conns.map(whole).joined(separator: " / ")) | \(extra.map(whole).joined(separator: " / ")) |\n"
+        cold.add([
+            setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1", "\(setting.link)", seconds(setting.limit), seconds(ours),
+            ratio(ours, setting.limit), seconds(curl), ratio(ours, curl), seconds(peer),
+            "\(seconds(paintOurs)) / \(seconds(paintPeer))", conns.map(whole).joined(separator: " / "),
+            extra.map(whole).joined(separator: " / "),
+        ])
     }
+    text += cold.markdown
     if saved.workloads.contains("scroll") {
         text += "\nScroll (\(saved.items) items, 16 cells, \(Int(saved.rowsPerSecond)) rows/s, then back one screen): seconds from the scroll's stop to the final screen complete; per cell appearance, time to its first and its full image (p50/p95, shown ones), median of \(saved.runs):\n\n"
-        text += "| protocol | link | limit | AsyncImageKit | URLSession | vs peer | ours vs limit | peer vs limit | thumb p50/p95 (ours) | thumb p50/p95 (peer) | full p50/p95 (ours) | full p50/p95 (peer) | off-screen starts (ours) | connections (ours / peer) | MB down (ours / peer) | MB of cancelled transfers (ours / peer) |\n"
-        text += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        var scroll = ResultTable(
+            title: "",
+            header: [
+                "protocol", "link", "limit", "AsyncImageKit", "URLSession", "vs peer", "ours vs limit", "peer vs limit",
+                "thumb p50/p95 (ours)", "thumb p50/p95 (peer)", "full p50/p95 (ours)", "full p50/p95 (peer)",
+                "off-screen starts (ours)", "connections (ours / peer)", "MB down (ours / peer)",
+                "MB of cancelled transfers (ours / peer)",
+            ])
         for setting in results {
             let ours = setting.runs["scroll ours"]
             let peer = setting.runs["scroll peer"]
             func pp(_ outcomes: [NetRunOutcome]?, _ values: (NetRunResult) -> [Double]) -> String {
-                "\(seconds(med(outcomes) { percentile(values($0.result), 0.5) })) / \(seconds(med(outcomes) { percentile(values($0.result), 0.95) }))"
+                "\(seconds(med(outcomes) { Samples(values($0.result)).percentile(0.5) })) / \(seconds(med(outcomes) { Samples(values($0.result)).percentile(0.95) }))"
             }
             let (oursComplete, peerComplete) = (med(ours) { $0.result.complete }, med(peer) { $0.result.complete })
             func mb(_ outcomes: [NetRunOutcome]?, _ value: (NetRunOutcome) -> Int) -> String {
@@ -396,8 +362,16 @@ func netReport(_ saved: NetSavedRun) -> String {
                 return megabytes.isFinite ? String(format: "%.1f", megabytes) : "-"
             }
             let limit = setting.scrollLimit ?? .nan
-            text += "| \(setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") | \(setting.link) | \(seconds(limit)) | \(seconds(oursComplete)) | \(seconds(peerComplete)) | \(ratio(oursComplete, peerComplete)) | \(ratio(oursComplete, limit)) | \(ratio(peerComplete, limit)) | \(pp(ours, \.toThumbnail)) | \(pp(peer, \.toThumbnail)) | \(pp(ours, \.toFull)) | \(pp(peer, \.toFull)) | \(whole(med(ours) { Double($0.result.offscreenStarts) })) | \(whole(med(ours) { Double($0.connections) })) / \(whole(med(peer) { Double($0.connections) })) | \(mb(ours, \.bytesDown)) / \(mb(peer, \.bytesDown)) | \(mb(ours, \.extraBytes)) / \(mb(peer, \.extraBytes)) |\n"
+            scroll.add([
+                setting.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1", "\(setting.link)", seconds(limit), seconds(oursComplete),
+                seconds(peerComplete), ratio(oursComplete, peerComplete), ratio(oursComplete, limit), ratio(peerComplete, limit),
+                pp(ours, \.toThumbnail), pp(peer, \.toThumbnail), pp(ours, \.toFull), pp(peer, \.toFull),
+                whole(med(ours) { Double($0.result.offscreenStarts) }),
+                "\(whole(med(ours) { Double($0.connections) })) / \(whole(med(peer) { Double($0.connections) }))",
+                "\(mb(ours, \.bytesDown)) / \(mb(peer, \.bytesDown))", "\(mb(ours, \.extraBytes)) / \(mb(peer, \.extraBytes))",
+            ])
         }
+        text += scroll.markdown
     }
     return text
 }

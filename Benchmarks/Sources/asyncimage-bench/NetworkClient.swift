@@ -56,14 +56,11 @@ struct NetRunResult: Codable {
     var finalItems: [Int] = []
 }
 
-func netRunChild(_ arguments: [String]) throws {
-    guard let json = arguments.first, let spec = try? JSONDecoder().decode(NetRunSpec.self, from: Data(json.utf8)) else {
-        FileHandle.standardError.write(Data("net-one: expected a JSON spec\n".utf8))
-        exit(2)
-    }
+/// Child process: one run of `spec` (`net-one JSON`); reports `RESULT` and the result as JSON.
+func netRunChild(_ spec: NetRunSpec) throws {
     let result = try NetClientRun(spec: spec).run()
     let data = try JSONEncoder().encode(result)
-    print("RESULT " + String(decoding: data, as: UTF8.self))
+    BenchChild.report("RESULT", String(decoding: data, as: UTF8.self))
 }
 
 /// The gallery's URLs: item i has /thumb/i.jpg and /full/i.jpg.

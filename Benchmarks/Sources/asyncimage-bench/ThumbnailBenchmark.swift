@@ -108,11 +108,10 @@ func runProcessBatch(_ commands: [[String]], parallel: Int) -> ProcessBatchResul
     return ProcessBatchResult(seconds: now() - start, cpu: cpu, peakMB: peak, failures: failures)
 }
 
-/// Child process: the loader makes thumbnails of the files listed.
-/// `thumb-one LOADS LIST-FILE`; prints `RESULT images failures`.
-func thumbnailOne(_ arguments: [String]) throws {
-    guard arguments.count == 2, let loads = Int(arguments[0]) else { exit(2) }
-    let paths = try String(contentsOfFile: arguments[1], encoding: .utf8).split(separator: "\n").map(String.init)
+/// Child process: the loader makes thumbnails of the files listed in `list`
+/// (`thumb-one LOADS LIST-FILE`); reports `RESULT images failures`.
+func thumbnailOne(loads: Int, list: String) throws {
+    let paths = try String(contentsOfFile: list, encoding: .utf8).split(separator: "\n").map(String.init)
     let loader = AsyncImageLoader(cache: nil, concurrentLoads: loads, deliveryQueue: DispatchQueue(label: "bench delivery"))
     let done = DispatchGroup()
     let images = Locked(0)
@@ -135,7 +134,7 @@ func thumbnailOne(_ arguments: [String]) throws {
             })
     }
     done.wait()
-    print("RESULT \(images.withLock { $0 }) \(failures.withLock { $0 })")
+    BenchChild.report("RESULT", "\(images.withLock { $0 }) \(failures.withLock { $0 })")
     exit(failures.withLock { $0 } == 0 ? 0 : 1)
 }
 
@@ -217,7 +216,7 @@ struct TurboJPEG {
                 else { return nil }
                 times.append(threadCPUSeconds() - before)
             } while threadCPUSeconds() - start < seconds || times.count < 3
-            return times.sorted()[times.count / 2]
+            return Samples(times).median
         }
     }
 }
@@ -241,7 +240,7 @@ func thumbnailFloorSeconds(paths: [String], secondsPerFile: Double) -> (total: D
                 guard libpngSimplifiedDecode(data) else { return nil }
                 times.append(threadCPUSeconds() - before)
             } while threadCPUSeconds() - start < secondsPerFile || times.count < 3
-            total += times.sorted()[times.count / 2]
+            total += Samples(times).median
             pngs += 1
         } else {
             guard let size = ImageFileProperties(data: data)?.pixelSize,
@@ -286,71 +285,12 @@ struct ThumbnailFigures {
     var skipped: [String]
 }
 
-func parseThumbnailOptions(_ arguments: ArraySlice<String>) -> ThumbnailOptions {
-    var options = ThumbnailOptions()
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-        switch argument {
-        case "--count": options.count = max(2, Int(iterator.next() ?? "") ?? options.count)
-        case "--runs": options.runs = max(1, Int(iterator.next() ?? "") ?? options.runs)
-        case "--output": options.output = iterator.next() ?? options.output
-        case "--peers": options.peers = (iterator.next() ?? "").split(separator: ",").map(String.init)
-        default:
-            FileHandle.standardError.write(Data("thumbnails: unknown option \(argument)\n".utf8))
-            exit(2)
-        }
-    }
-    return options
-}
-
-func runThumbnailBenchmark(_ arguments: ArraySlice<String>) throws {
-    let figures = try measureThumbnails(parseThumbnailOptions(arguments), log: { print($0); fflush(nil) })
-    let contestants = figures.contestants
-    let floors = figures.floors
-    let runs = contestants.first?.results.count ?? 0
-    let count = figures.count
-    for name in figures.skipped { print("skipped: \(name) not found") }
-
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-    func span(_ values: [Double], _ format: String) -> String {
-        String(format: format, values.min()!) + "-" + String(format: format, values.max()!)
-    }
-    let n = Double(count)
-    print("\n\(count) files, \(runs) rounds (medians, min-max), 256x256 fit, 2 cores\n")
-    print("| contestant | images/s | CPU ms/image | peak RSS MB |")
-    print("|---|---:|---:|---:|")
-    for contestant in contestants {
-        let rows = contestant.results
-        let rates = rows.map { n / $0.seconds }
-        let cpu = rows.map { 1000 * $0.cpu / n }
-        let peak = rows.map(\.peakMB)
-        print(
-            "| \(contestant.name) | \(String(format: "%.1f", median(rates))) (\(span(rates, "%.1f"))) | "
-                + "\(String(format: "%.1f", median(cpu))) (\(span(cpu, "%.1f"))) | \(String(format: "%.0f", median(peak))) |")
-    }
-    let ours = contestants[0].results
-    let oursRate = median(ours.map { n / $0.seconds })
-    let oursPeak = median(ours.map(\.peakMB))
-    if contestants.count > 1 {
-        let best = (1..<contestants.count).max {
-            median(contestants[$0].results.map { n / $0.seconds }) < median(contestants[$1].results.map { n / $0.seconds })
-        }!
-        let bestRate = median(contestants[best].results.map { n / $0.seconds })
-        let bestPeak = median(contestants[best].results.map(\.peakMB))
-        print(String(
-            format: "\nGoal: at least 1.5x the best peer at no more peak memory. Best peer: %@, %.1f images/s at %.0f MB; ours %.2fx at %.0f MB (%@).",
-            contestants[best].name, bestRate, bestPeak, oursRate / bestRate, oursPeak,
-            oursRate >= 1.5 * bestRate && oursPeak <= bestPeak ? "met" : "not met"))
-    }
-    if !floors.isEmpty {
-        let floorMs = 1000 * median(floors) / n
-        let oursMs = 1000 * median(ours.map(\.cpu)) / n
-        print(String(
-            format: "Floor: %.1f ms of CPU per image (libjpeg-turbo's scaled decode alone, one thread; %@ ms over the rounds); ours %.1f ms: %.2fx the floor (goal at most 1.10x: %@).",
-            floorMs, span(floors.map { 1000 * $0 / n }, "%.1f"), oursMs, oursMs / floorMs, oursMs <= 1.10 * floorMs ? "met" : "not met"))
-    } else {
-        print("Floor: not measured (libturbojpeg.so.0 not found: apt-get install libjpeg-turbo-progs)")
-    }
+/// `thumbnails`: measures, then prints the same table and goal rows as `all`'s section.
+func runThumbnailBenchmark(_ options: ThumbnailOptions) throws {
+    let figures = try measureThumbnails(options, log: { print($0); fflush(nil) })
+    let runs = figures.contestants.first?.results.count ?? 0
+    print("\n\(figures.count) files, \(runs) rounds (medians, min-max), 256x256 fit\n")
+    print(thumbnailSection(figures, command: commandLine()).markdown, terminator: "")
 }
 
 /// Runs the thumbnail contestants and the floor, `options.runs` rounds;
@@ -370,7 +310,7 @@ func measureThumbnails(_ options: ThumbnailOptions, log: (String) -> Void) throw
     let halves = [Array(paths[..<(paths.count / 2)]), Array(paths[(paths.count / 2)...])]
     let list = URL(fileURLWithPath: output).appendingPathComponent(setName + ".txt")
     try paths.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+    let executable = BenchChild.executable.path
 
     var contestants = [
         ThumbnailContestant(

@@ -196,28 +196,9 @@ func measureCacheHitLatencies(calls: Int) -> [CacheHitLatency] {
     return results
 }
 
-func printCacheBenchmark(_ result: CacheBenchmarkResult) {
-    print("\nMemory cache: hits per second, 1,000 keys made in advance; medians (min-max) of the rounds, millions")
-    print("\n| threads | ImageCache M hits/s | NSCache M hits/s | ratio | goal |")
-    print("|---:|---:|---:|---:|---|")
-    for rates in result.hits {
-        let ours = median(of: rates.ours)
-        let goal = rates.threads == 1 ? (ours >= 20 ? "≥ 20 M/s: met" : String(format: "≥ 20 M/s: not met (%.0f%% short)", 100 * (1 - ours / 20))) : "-"
-        print("| \(rates.threads) | \(medianSpan(rates.ours, "%.1f")) | \(medianSpan(rates.nsCache, "%.1f")) | "
-            + String(format: "%.1fx", ours / median(of: rates.nsCache)) + " | \(goal) |")
-    }
-    print("\nCache-hit delivery latency (the image already in the loader's memory cache), one call at a time, \(result.latencies.first?.samples.count ?? 0) calls each")
-    print("\n| way | median µs | p99 µs |")
-    print("|---|---:|---:|")
-    for latency in result.latencies {
-        print("| \(latency.name) | " + String(format: "%.1f | %.1f |", 1e6 * latency.percentile(0.5), 1e6 * latency.percentile(0.99)))
-    }
-}
-
 /// `cache [--smoke]`.
-func runCacheBenchmark(_ arguments: ArraySlice<String> = []) {
-    let smoke = arguments.contains("--smoke")
+func runCacheBenchmark(smoke: Bool = false) {
     let result =
         smoke ? measureCacheBenchmark(lookups: 20_000, rounds: 1, calls: 200) : measureCacheBenchmark()
-    printCacheBenchmark(result)
+    print(cacheSection(result).markdown, terminator: "")
 }

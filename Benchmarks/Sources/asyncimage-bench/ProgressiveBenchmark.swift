@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 import ImageFixtures
 import LoopbackHTTP
@@ -13,20 +14,7 @@ import LoopbackHTTP
 // network; loopback itself delivers a whole file before a transfer could be
 // stopped, which measures nothing a user sees).
 
-func runProgressiveBenchmark(_ arguments: ArraySlice<String>) throws {
-    var count = 24
-    var mbps = 100.0
-    var rest = arguments.makeIterator()
-    while let flag = rest.next() {
-        if flag == "--count", let value = rest.next().flatMap({ Int($0) }) {
-            count = value
-        } else if flag == "--mbps", let value = rest.next().flatMap({ Double($0) }), value > 0 {
-            mbps = value
-        } else {
-            print("unknown option \(flag)")
-            exit(2)
-        }
-    }
+func runProgressiveBenchmark(count: Int, mbps: Double) throws {
     let folder = URL(fileURLWithPath: "bench-output/progressive-set")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     var bodies: [Data] = []
@@ -108,7 +96,7 @@ func runProgressiveBenchmark(_ arguments: ArraySlice<String>) throws {
     print("loader                          images/s  CPU ms/image   MB transferred")
     for (name, runs) in [("whole files", whole), ("ends at the DC scans", early)] {
         let padded = name.padding(toLength: 30, withPad: " ", startingAt: 0)
-        print(padded + String(format: " %9.1f %13.2f %16.1f", median(of: runs.map(\.rate)), median(of: runs.map(\.cpu)),
+        print(padded + String(format: " %9.1f %13.2f %16.1f", Samples(runs.map(\.rate)).median, Samples(runs.map(\.cpu)).median,
                               Double(runs[0].bytes) / 1e6))
     }
     // Quality: each early image against the same file decoded whole.
@@ -128,6 +116,6 @@ func runProgressiveBenchmark(_ arguments: ArraySlice<String>) throws {
     }
     print(String(format: "bytes saved: %.1f%%; images/s %.2fx, CPU per image %.2fx less; worst PSNR against the whole file %.1f dB",
                  100 * (1 - Double(early[0].bytes) / Double(whole[0].bytes)),
-                 median(of: early.map(\.rate)) / median(of: whole.map(\.rate)), median(of: whole.map(\.cpu)) / median(of: early.map(\.cpu)),
+                 Samples(early.map(\.rate)).median / Samples(whole.map(\.rate)).median, Samples(whole.map(\.cpu)).median / Samples(early.map(\.cpu)).median,
                  worst))
 }

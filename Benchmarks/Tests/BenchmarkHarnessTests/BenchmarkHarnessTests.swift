@@ -1,12 +1,13 @@
 import AsyncImageKit
 import BenchmarkSupport
 import Foundation
+import ImageFixtures
 import XCTest
 
 /// `asyncimage-bench all`: the smoke run end to end (a real process, real
 /// peers where installed, real files). Figures never decide a test: only that
 /// every workload ran and wrote its tables and plots. (The result model it is
-/// built on: BenchmarkSupportTests in AsyncImageKitTests.)
+/// built on: BenchmarkSupportTests.)
 final class BenchmarkHarnessTests: XCTestCase {
     private var folder: URL!
 
@@ -116,10 +117,63 @@ final class BenchmarkHarnessTests: XCTestCase {
         XCTAssertTrue(updated.contains("](../out/cpu-per-image.png)"), "plots not linked relative to the file")
     }
 
+    /// Refusals come from the argument parser: EX_USAGE (64), what is wrong, and the subcommand's usage.
     func testBadOptionsAreRefusedWithUsage() throws {
-        let result = try run(["all", "--only", "decode,nonsense"])
-        XCTAssertEqual(result.status, 2)
-        XCTAssertTrue(result.errors.contains("--only"), result.errors)
-        XCTAssertTrue(result.errors.contains("usage: asyncimage-bench all"), result.errors)
+        let refused: [(arguments: [String], says: String)] = [
+            (["all", "--only", "decode,nonsense"], "--only"),
+            (["all", "--runs", "0"], "--runs"),
+            (["loader", "--loads", "2,x"], "--loads"),
+            (["loader", "--source", "ftp"], "--source"),
+            (["scale", "--sizes", "1k,4"], "--sizes"),
+            (["thumbnails", "--unknown"], "--unknown"),
+            (["nonsense"], "nonsense"),
+        ]
+        for (arguments, says) in refused {
+            let result = try run(arguments)
+            XCTAssertEqual(result.status, 64, "\(arguments): \(result.errors)")
+            XCTAssertTrue(result.errors.contains(says), "\(arguments): \(result.errors)")
+            XCTAssertTrue(result.errors.contains("Usage: asyncimage-bench"), "\(arguments): \(result.errors)")
+        }
+    }
+
+    /// Every workload is a subcommand in the help; the child processes are not.
+    func testHelpListsTheWorkloadsAndHidesTheChildren() throws {
+        let result = try run(["--help"])
+        XCTAssertEqual(result.status, 0, result.errors)
+        let subcommands = result.output.components(separatedBy: "SUBCOMMANDS:").last ?? ""
+        let listed = Set(subcommands.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
+            return line.split(separator: " ").first.map(String.init)
+        })
+        for workload in [
+            "all", "decode", "resize", "loader", "cache", "disk", "scale", "thumbnails", "progressive", "soak", "net",
+            "net-report", "nginx-serve",
+        ] {
+            XCTAssertTrue(listed.contains(workload), "\(workload) is not in the help:\n\(result.output)")
+        }
+        for child in ["serve", "run-one", "decode-bound", "thumb-one", "net-one"] {
+            XCTAssertFalse(listed.contains(child), "the child \(child) is in the help")
+        }
+    }
+
+    /// A child process reports its result on one `TAG payload` line, which
+    /// its parent reads (BenchChild): here `decode-bound` on two generated JPEGs.
+    func testChildReportsItsResultOnOneTaggedLine() throws {
+        let set = folder.appendingPathComponent("set")
+        try FileManager.default.createDirectory(at: set, withIntermediateDirectories: true)
+        for name in ["a.jpg", "b.jpg"] {
+            try JPEGEncoder(quality: 80).encode(SyntheticImage.photo(width: 64, height: 48, seed: 3)).write(
+                to: set.appendingPathComponent(name))
+        }
+        let list = folder.appendingPathComponent("list.txt")
+        try "a.jpg\nb.jpg".write(to: list, atomically: true, encoding: .utf8)
+        let result = try run(["decode-bound", "display", set.path, list.path, "2"])
+        XCTAssertEqual(result.status, 0, result.errors)
+        let lines = result.output.split(separator: "\n").filter { $0.hasPrefix("BOUND ") }
+        XCTAssertEqual(lines.count, 1, result.output)
+        let fields = lines.first?.split(separator: " ").dropFirst().compactMap { Double($0) } ?? []
+        XCTAssertEqual(fields.count, 3, result.output)
+        XCTAssertEqual(fields.first, 2, "images decoded")
+        XCTAssertGreaterThan(fields.dropFirst().first ?? 0, 0, "CPU seconds")
     }
 }

@@ -1,0 +1,2 @@
+/* libcurl's version, for the machine description. */
+#include <curl/curl.h>

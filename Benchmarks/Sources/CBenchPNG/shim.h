@@ -1,0 +1,2 @@
+/* libpng's own one-call decoder (the decode benchmark's peer) and its version. */
+#include <png.h>
