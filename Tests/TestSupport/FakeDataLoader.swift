@@ -13,6 +13,8 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
     public enum Answer: Sendable {
         /// The fake's `200` with its PNG.
         case image
+        /// The same, with these response headers (names lowercased).
+        case imageWithHeaders([String: String])
         /// Fails with the error, before any body byte.
         case failure(AsyncImageError)
         /// Shows the response's head to the observer (as a transport does
@@ -161,6 +163,13 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
             switch answer {
             case .image:
                 completion(.success(Self.response(for: url)))
+            case .imageWithHeaders(let headers):
+                let plain = Self.response(for: url)
+                completion(
+                    .success(
+                        DataResponse(
+                            url: url, finalURL: url, statusCode: 200, contentType: plain.contentType, data: plain.data,
+                            headers: headers)))
             case .failure(let error):
                 completion(.failure(error))
             case .failureAfterBody(let error):

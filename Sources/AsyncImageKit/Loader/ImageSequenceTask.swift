@@ -107,7 +107,7 @@ public final class ImageSequenceTask: @unchecked Sendable {
             return
         }
         let record = LoadRequest(
-            request: requests[start], target: object, success: success, failure: failure, cache: cache)
+            request: requests[start], target: object, success: success, failure: failure, cache: cache, isHit: hit != nil)
         // Told under the loader's lock when the member ends, delivered or not.
         record.onEnd = { [self] record, _, _ in
             let following = progress.withLock { progress -> Int? in

@@ -112,6 +112,34 @@ final class AsyncAndDeliveryTests: XCTestCase {
         }
     }
 
+    /// AsyncImageCacheKey is absent where the image is held in no cache: a
+    /// request with ``ImageCachePolicy/skipMemoryWrites``, a `no-store`
+    /// response; and present for a sequence's member found in the cache.
+    func testTheCacheKeyIsAbsentWhereNothingIsHeld() {
+        let h = FakeHarness()
+        h.transport.isSuspended = false
+        let caches = Locked([String: ObjectIdentifier?]())
+        let observer = h.center.addObserver(forName: .asyncImageLoadDidFinish, object: nil, queue: nil) { note in
+            let url = (note.userInfo?[AsyncImageURLKey] as? URL)?.path ?? "?"
+            let cache = (note.userInfo?[AsyncImageCacheKey] as? any ImageCaching).map { ObjectIdentifier($0) }
+            caches.withLock { $0[url] = cache }
+        }
+        defer { h.center.removeObserver(observer) }
+        h.loader.loadImage(ImageRequest(url: h.url(1), cachePolicy: .skipMemoryWrites), success: h.log.success, failure: h.log.failure)
+        h.transport.script(h.url(2), [.imageWithHeaders(["cache-control": "no-store"])])
+        h.load(2)
+        h.load(3)
+        wait(for: [h.log.outcomes(3, self)], timeout: 10)
+        // Image 3 is in the cache now: a sequence of it finds it there.
+        h.loader.loadImages([ImageRequest(url: h.url(3))], success: h.log.success, failure: h.log.failure)
+        wait(for: [h.log.outcomes(4, self)], timeout: 10)
+        h.drainDeliveries()
+        let held = ObjectIdentifier(h.cache)
+        XCTAssertEqual(caches.withLock { $0 }, ["/img/1.png": nil, "/img/2.png": nil, "/img/3.png": held])
+        XCTAssertNil(h.cache.image(for: ImageRequest(url: h.url(2)).cacheKey), "no-store: in no cache")
+        XCTAssertEqual(h.transport.startedPaths.count, 3, "the sequence's member was a hit")
+    }
+
     /// Deliveries to a main queue that is not serviced are reported once in the log.
     func testAnUnservicedMainQueueIsLogged() throws {
         try XCTSkipUnless(Thread.isMainThread, "the test blocks the main thread")

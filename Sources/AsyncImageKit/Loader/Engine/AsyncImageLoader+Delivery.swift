@@ -39,7 +39,9 @@ extension AsyncImageLoader {
         {
             followUp(record, &state, &effects)
         }
-        scheduleDelivery(record, outcome, cache: record.cache, &state, &effects)
+        // Where its image is held: its cache, unless the response may be
+        // stored nowhere (`no-store`: the decode stage kept it in no cache).
+        scheduleDelivery(record, outcome, cache: job.response.forbidsStorage ? nil : record.cache, &state, &effects)
     }
 
     /// Queues the revalidation that follows `record`'s stale delivery: the

@@ -15,12 +15,9 @@ extension AsyncImageLoader {
     ) -> LoadRequest {
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
         let (hit, refusal) = lookUp(request, in: cache)
-        let policy = request.cachePolicy
         let record = LoadRequest(
-            request: request, target: target, success: success, failure: failure,
-            cache: policy.contains(.skipMemoryWrites) ? nil : cache,
+            request: request, target: target, success: success, failure: failure, cache: cache, isHit: hit != nil,
             isPrefetch: isPrefetch, onCancelled: onCancelled, encoding: encoding, completion: completion)
-        record.heldIn = hit == nil ? nil : cache
         // Inline only outside other deliveries (see `DeliveryDepth`).
         let inline =
             hit != nil && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)

@@ -60,7 +60,7 @@ final class LoadRequest: @unchecked Sendable {
     /// there (nil too with ``ImageCachePolicy/skipMemoryWrites``).
     let cache: (any ImageCaching)?
     /// The cache its memory hit came from, if it was one.
-    var heldIn: (any ImageCaching)?
+    let heldIn: (any ImageCaching)?
     /// Where its image came from, and whether it is stale (set before its delivery).
     var source = ImageResponse.Source.network
     var isStale = false
@@ -95,9 +95,11 @@ final class LoadRequest: @unchecked Sendable {
     /// when the revalidation brought a new image; otherwise it ends silently.
     var deliversOnlyIfChanged = false
 
+    /// `cache`: the loader's memory cache when the request is made;
+    /// `isHit`: whether its image was found there.
     init(
         request: ImageRequest, target: AnyObject?, success: ImageAction?, failure: ImageFailureAction?,
-        cache: (any ImageCaching)?, isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
+        cache: (any ImageCaching)?, isHit: Bool = false, isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil,
         encoding: ImageEncoding? = nil, completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) {
         self.encoding = encoding
@@ -108,7 +110,8 @@ final class LoadRequest: @unchecked Sendable {
         self.success = success
         self.failure = failure
         self.actionName = success?.name ?? failure?.name ?? ""
-        self.cache = cache
+        self.cache = request.cachePolicy.contains(.skipMemoryWrites) ? nil : cache
+        self.heldIn = isHit ? cache : nil
         self.isPrefetch = isPrefetch
         self.onCancelled = onCancelled
         self.completion = completion
