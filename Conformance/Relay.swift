@@ -171,7 +171,7 @@ final class Relay: Sendable {
 
     /// Writes `response` as HTTP/1.1 with a `Content-Length` (none, and no
     /// body, for the statuses that have none: 1xx, 204, 304).
-    private static func write(_ response: HTTPResponse, to connection: HTTPConnection) {
+    private static func write(_ response: HTTPCacheResponse, to connection: HTTPConnection) {
         let status = response.statusCode
         let bodiless = (100..<200).contains(status) || status == 204 || status == 304
         var head = "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n"

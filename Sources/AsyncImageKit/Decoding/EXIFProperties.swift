@@ -6,8 +6,7 @@ import Foundation
 ///
 /// Every field is optional: a field is `nil` when its tag is absent, has an
 /// unexpected type, or points outside the data. A damaged EXIF block yields
-/// whatever could be read before the damage (see ``tagsPresent`` for what
-/// was found), never a crash.
+/// whatever could be read before the damage, never a crash.
 ///
 /// ```swift
 /// if let exif = ImageFileProperties(data: data)?.exif {
@@ -21,7 +20,7 @@ public struct EXIFProperties: Sendable, Hashable, Codable {
 
     /// Every tag found in IFD0 and the Exif and GPS sub-IFDs, whether or not
     /// its value could be read.
-    public var tagsPresent: Set<EXIFTag>
+    var tagsPresent: Set<EXIFTag>
 
     /// The orientation tag (0x0112), `nil` when absent or not 1-8.
     public var orientation: ImageOrientation?
@@ -68,7 +67,7 @@ public struct EXIFProperties: Sendable, Hashable, Codable {
     /// The altitude in metres (GPS 0x0006), negative below sea level (GPS 0x0005 = 1).
     public var gpsAltitude: Double?
 
-    /// Creates properties with no fields set (``tagsPresent`` empty).
+    /// Creates properties with no fields set.
     public init(isBigEndian: Bool = false) {
         self.isBigEndian = isBigEndian
         self.tagsPresent = []

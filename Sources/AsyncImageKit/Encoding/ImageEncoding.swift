@@ -61,11 +61,6 @@ public enum ImageEncoding: Sendable, Hashable {
     }
 }
 
-/// How the disk cache stores processed images: ``ImageEncoding``, which
-/// also says how ``AsyncImageLoader/encodedImage(for:encoding:)`` answers.
-@available(*, deprecated, renamed: "ImageEncoding")
-public typealias ProcessedImageEncoding = ImageEncoding
-
 /// An image as bytes, ready to send: the answer of
 /// ``AsyncImageLoader/encodedImage(for:encoding:)``.
 public struct EncodedImage: Sendable {

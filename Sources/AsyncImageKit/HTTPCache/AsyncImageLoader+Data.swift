@@ -4,7 +4,7 @@ extension AsyncImageLoader {
     /// Loads `url`'s bytes through the loader's HTTP cache, with no decoding.
     ///
     /// See ``data(for:)-(ImageRequest)``.
-    public func data(for url: URL) async throws -> HTTPResponse {
+    public func data(for url: URL) async throws -> HTTPCacheResponse {
         try await data(for: ImageRequest(url: url))
     }
 
@@ -19,7 +19,7 @@ extension AsyncImageLoader {
     ///   heuristically cacheable ones).
     /// - A stored response comes back with its status and headers and an
     ///   `Age`; one the server confirmed (`304`) with the `304`'s headers
-    ///   merged in (``HTTPResponse/Source/revalidated``).
+    ///   merged in (``HTTPCacheResponse/Source/revalidated``).
     /// - The request's `Cache-Control` (`no-cache`, `no-store`, `max-age`,
     ///   `max-stale`, `min-fresh`, `only-if-cached`, `stale-if-error`) and
     ///   `Pragma: no-cache` are honoured, as are its
@@ -42,7 +42,7 @@ extension AsyncImageLoader {
     ///
     /// - Throws: ``AsyncImageError`` (a transport failure, a refused URL,
     ///   ``AsyncImageError/notCached(_:)``), or `CancellationError`.
-    public func data(for request: ImageRequest) async throws -> HTTPResponse {
+    public func data(for request: ImageRequest) async throws -> HTTPCacheResponse {
         let (timeout, urlPolicy, disk, policy) = state.withLock {
             ($0.loadingTimeout, $0.urlPolicy, $0.diskCache, $0.httpCache)
         }
@@ -76,7 +76,7 @@ struct DataExchange: Sendable {
         !request.cachePolicy.contains(.skipDiskWrites) && HTTPCachePolicy.value("range", in: headers) == nil
     }
 
-    func run() async throws -> HTTPResponse {
+    func run() async throws -> HTTPCacheResponse {
         let now = Date().timeIntervalSince1970
         var stored: (entry: HTTPCache.Entry, body: Data)?
         var reuse = HTTPCachePolicy.Reuse.unusable
@@ -119,7 +119,7 @@ struct DataExchange: Sendable {
         }
         let requestDirectives = HTTPFieldParsing.directives(HTTPCachePolicy.value("cache-control", in: headers))
         if requestDirectives["only-if-cached"] != nil {
-            return HTTPResponse(url: request.url, statusCode: 504, headers: [:], body: Data(), source: .cache)
+            return HTTPCacheResponse(url: request.url, statusCode: 504, headers: [:], body: Data(), source: .cache)
         }
         if request.cachePolicy.contains(.skipNetwork) { throw AsyncImageError.notCached(request.url) }
         // Offline: what is stored (a disconnected cache may serve it
@@ -140,7 +140,7 @@ struct DataExchange: Sendable {
     /// so), unless it says `must-revalidate` or `no-cache` (RFC 9111
     /// §4.2.4) or the request is ``ImageCachePolicy/neverStale``; else
     /// ``AsyncImageError/offline(_:)``.
-    private func servedOffline() async throws -> HTTPResponse {
+    private func servedOffline() async throws -> HTTPCacheResponse {
         let (headers, key, policy) = (self.headers, self.key, self.policy)
         if readsCache, let cache,
             let (entry, body) = await onDisk({ () -> (HTTPCache.Entry, Data)? in
@@ -160,7 +160,7 @@ struct DataExchange: Sendable {
 
     /// Asks the server whether `entry` is still good (a conditional
     /// request): a `304` serves it refreshed, anything else replaces it.
-    private func validate(_ entry: HTTPCache.Entry, body: Data, probe: UInt64? = nil) async throws -> HTTPResponse {
+    private func validate(_ entry: HTTPCache.Entry, body: Data, probe: UInt64? = nil) async throws -> HTTPCacheResponse {
         try await fetch(conditional: policy.conditionalHeaders(entry.head), stored: (entry, body), probe: probe)
     }
 
@@ -170,7 +170,7 @@ struct DataExchange: Sendable {
     /// the loader thinks is down (see ``AsyncImageLoader/networkStatus``).
     private func fetch(
         conditional: [String: String], stored: (entry: HTTPCache.Entry, body: Data)?, probe: UInt64? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> HTTPCacheResponse {
         var transferHeaders = headers
         let ownConditions = headers.keys.contains {
             let name = $0.lowercased()
@@ -228,7 +228,7 @@ struct DataExchange: Sendable {
                 let body = response.data
                 await onDisk(writing: true) { _ = try? cache.store(head, body: body, for: key) }
             }
-            return HTTPResponse(
+            return HTTPCacheResponse(
                 url: request.url, finalURL: response.finalURL, statusCode: response.statusCode,
                 headers: response.headers, body: response.data, source: .network)
         }
@@ -241,17 +241,17 @@ struct DataExchange: Sendable {
 
     /// A `304` for a request whose own conditions the stored response meets:
     /// the stored headers (but the body's length), no body.
-    private func notModified(_ entry: HTTPCache.Entry, isStale: Bool) -> HTTPResponse {
+    private func notModified(_ entry: HTTPCache.Entry, isStale: Bool) -> HTTPCacheResponse {
         var headers = policy.servedHeaders(entry.head, now: Date().timeIntervalSince1970)
         headers["content-length"] = nil
-        return HTTPResponse(
+        return HTTPCacheResponse(
             url: request.url, statusCode: 304, headers: headers, body: Data(), source: .cache, isStale: isStale)
     }
 
-    private func served(_ entry: HTTPCache.Entry, _ body: Data, source: HTTPResponse.Source, isStale: Bool)
-        -> HTTPResponse
+    private func served(_ entry: HTTPCache.Entry, _ body: Data, source: HTTPCacheResponse.Source, isStale: Bool)
+        -> HTTPCacheResponse
     {
-        HTTPResponse(
+        HTTPCacheResponse(
             url: request.url, statusCode: entry.head.status,
             headers: policy.servedHeaders(entry.head, now: Date().timeIntervalSince1970), body: body, source: source,
             isStale: isStale)

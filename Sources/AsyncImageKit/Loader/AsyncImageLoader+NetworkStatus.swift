@@ -13,7 +13,7 @@ extension AsyncImageLoader {
     ///   (loopback addresses, `localhost`) are never offline.
     /// - **What the disk cache holds is served at once**: fresh, or stale,
     ///   marked stale as any stale response is (``ImageResponse/isStale``,
-    ///   ``AsyncImageStaleKey``, ``HTTPResponse/isStale``), as RFC 9111
+    ///   ``AsyncImageStaleKey``, ``HTTPCacheResponse/isStale``), as RFC 9111
     ///   §4.2.4 allows a disconnected cache. Never a response marked
     ///   `must-revalidate` or `no-cache` (or, for a shared cache,
     ///   `proxy-revalidate` or `s-maxage`), and nothing stale for a request

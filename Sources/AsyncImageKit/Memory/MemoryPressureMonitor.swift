@@ -7,10 +7,10 @@ import Synchronization
 #endif
 
 /// Where a ``MemoryPressureMonitor`` learns that memory is short.
-public struct MemoryPressureSource: Sendable, Hashable, CustomStringConvertible {
+struct MemoryPressureSource: Sendable, Hashable, CustomStringConvertible {
     /// The kinds of source, in the order the monitor looks for a PSI trigger
     /// (the first that opens wins), plus cgroup v2 `memory.events` beside it.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    enum Kind: String, Sendable, Hashable, CaseIterable {
         /// systemd's memory pressure protocol: the path in
         /// `$MEMORY_PRESSURE_WATCH` (a PSI file, a FIFO or an `AF_UNIX`
         /// stream socket), with `$MEMORY_PRESSURE_WRITE` (Base64) written to
@@ -26,18 +26,18 @@ public struct MemoryPressureSource: Sendable, Hashable, CustomStringConvertible 
     }
 
     /// What kind of source it is.
-    public let kind: Kind
+    let kind: Kind
     /// The file (or socket, or FIFO) watched.
-    public let path: String
+    let path: String
 
     /// Creates a description of a source.
-    public init(kind: Kind, path: String) {
+    init(kind: Kind, path: String) {
         self.kind = kind
         self.path = path
     }
 
     /// The kind and the path, e.g. `cgroup memory.pressure /sys/fs/cgroup/system.slice/x.service/memory.pressure`.
-    public var description: String { "\(kind.rawValue) \(path)" }
+    var description: String { "\(kind.rawValue) \(path)" }
 }
 
 /// Purges every ``ImageCache`` (and ``PixelBufferPool/shared``) when the
@@ -46,7 +46,7 @@ public struct MemoryPressureSource: Sendable, Hashable, CustomStringConvertible 
 ///
 /// Linux has no Dispatch memory-pressure source, so a dedicated thread
 /// watches what the system offers, in the order services are expected to
-/// look (see ``MemoryPressureSource/Kind``):
+/// look:
 ///
 /// 1. **systemd's protocol**: when `$MEMORY_PRESSURE_WATCH` is set, the path
 ///    it names, after writing the Base64-decoded `$MEMORY_PRESSURE_WRITE` to
@@ -61,7 +61,7 @@ public struct MemoryPressureSource: Sendable, Hashable, CustomStringConvertible 
 ///    `oom_kill` counter.
 ///
 /// Any of them may be missing (cgroup v1 machines, old kernels, no
-/// permission); the monitor then watches what is there (see ``sources``),
+/// permission); the monitor then watches what is there (see ``watchedSources``),
 /// and ``purge()`` still works.
 ///
 /// A purge keeps thumbnails (see ``ImageCache``) and whatever is still in
@@ -180,9 +180,9 @@ public final class MemoryPressureMonitor: Sendable {
 
     /// What the monitor watches, in the order it chose them: at most one PSI
     /// source (systemd's, the cgroup's or the system's) and `memory.events`.
-    public var sources: [MemoryPressureSource] { watched }
+    var sources: [MemoryPressureSource] { watched }
 
-    /// Short names of ``sources``: `"systemd"` (`$MEMORY_PRESSURE_WATCH`),
+    /// Short names of the sources watched: `"systemd"` (`$MEMORY_PRESSURE_WATCH`),
     /// `"psi"` (a cgroup's or the system's PSI file), `"cgroup2"`
     /// (`memory.events`).
     public var watchedSources: [String] { names }

@@ -174,11 +174,11 @@ enum DisplayFrame {
 }
 
 /// Placing an image on a canvas of another size.
-public enum ImageCanvas {
+enum ImageCanvas {
     /// `image` centred on a transparent canvas of `size` (every frame): what
     /// falls outside is cropped, what is not covered is transparent. Odd
     /// differences put the extra pixel on the right and bottom.
-    public static func centered(_ image: Image, in size: PixelSize) throws(AsyncImageError) -> Image {
+    static func centered(_ image: Image, in size: PixelSize) throws(AsyncImageError) -> Image {
         try placed(image, in: size, at: (x: (size.width - image.width) / 2, y: (size.height - image.height) / 2))
     }
 

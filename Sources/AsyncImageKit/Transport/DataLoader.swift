@@ -79,7 +79,7 @@ public final class DataLoader: Sendable {
     ///   - observer: progress and partial bodies (see ``DataTransferObserver``).
     ///   - completion: the response or the failure, once, on the loader's completion queue.
     @discardableResult
-    public func loadData(
+    func loadData(
         from url: URL, headers: [String: String] = [:], observer: DataTransferObserver = DataTransferObserver(),
         completion: @escaping @Sendable (Result<DataResponse, AsyncImageError>) -> Void
     ) -> DataTask {

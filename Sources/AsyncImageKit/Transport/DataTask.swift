@@ -1,5 +1,5 @@
 /// A transfer started by a ``DataLoader``: a handle to cancel it.
-public final class DataTask: Sendable {
+final class DataTask: Sendable {
     let transfer: CurlTransfer
 
     init(transfer: CurlTransfer) {
@@ -14,10 +14,10 @@ public final class DataTask: Sendable {
     ///
     /// - Returns: whether the completion handler is now sure never to run.
     @discardableResult
-    public func cancel() -> Bool {
+    func cancel() -> Bool {
         transfer.cancel()
     }
 
     /// Whether ``cancel()`` took effect.
-    public var isCancelled: Bool { transfer.isCancelled }
+    var isCancelled: Bool { transfer.isCancelled }
 }

@@ -127,7 +127,7 @@ public struct PartialBody: Sendable {
     }
 
     /// The response's `Content-Range`, parsed (206 only).
-    public var contentRange: ContentRange? { headers["content-range"].flatMap(ContentRange.init) }
+    var contentRange: ContentRange? { headers["content-range"].flatMap(ContentRange.init) }
 
     /// The offset in the whole representation of ``data``'s first byte: 0
     /// for a 200, the `Content-Range` start for a 206 (nil when a 206 has no
@@ -139,26 +139,26 @@ public struct PartialBody: Sendable {
 
 /// A `Content-Range: bytes first-last/total` header (RFC 9110 14.4); the
 /// unsatisfied form (`bytes */total`) and other units are not parsed.
-public struct ContentRange: Sendable, Hashable {
+struct ContentRange: Sendable, Hashable {
     /// The first byte's offset.
-    public let first: Int
+    let first: Int
     /// The last byte's offset (inclusive).
-    public let last: Int
+    let last: Int
     /// The whole representation's length; nil for `*`.
-    public let total: Int?
+    let total: Int?
 
     /// How many bytes the range holds.
-    public var count: Int { last - first + 1 }
+    var count: Int { last - first + 1 }
 
     /// A range.
-    public init(first: Int, last: Int, total: Int?) {
+    init(first: Int, last: Int, total: Int?) {
         self.first = first
         self.last = last
         self.total = total
     }
 
     /// Parses a header value such as `bytes 100-199/1000` or `bytes 100-199/*`.
-    public init?(_ header: String) {
+    init?(_ header: String) {
         let value = header.trimmingCharacters(in: .whitespaces)
         guard value.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)

@@ -33,7 +33,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     public let bytes: [UInt8]
 
     /// An address from its bytes (4 or 16 of them), or nil.
-    public init?(bytes: [UInt8]) {
+    init?(bytes: [UInt8]) {
         guard bytes.count == 4 || bytes.count == 16 else { return nil }
         self.bytes = bytes
     }
@@ -64,7 +64,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The IPv4 address an IPv6 address stands for (IPv4-mapped
     /// `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, or the deprecated
     /// IPv4-compatible `::a.b.c.d`), which is where a connection to it goes.
-    public var embeddedIPv4: IPAddress? {
+    var embeddedIPv4: IPAddress? {
         guard bytes.count == 16 else { return nil }
         let head = bytes[0..<12]
         let mapped = head.elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
@@ -77,7 +77,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     private var isIPv6Loopback: Bool { bytes.count == 16 && bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1 }
 
     /// What kind of address it is. An IPv6 address that stands for an IPv4
-    /// one (``embeddedIPv4``) has that address's scope.
+    /// one (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, or the
+    /// deprecated IPv4-compatible `::a.b.c.d`) has that address's scope.
     public var scope: Scope {
         if let v4 = embeddedIPv4 { return v4.scope }
         return isIPv4 ? Self.scope4(bytes) : Self.scope6(bytes)

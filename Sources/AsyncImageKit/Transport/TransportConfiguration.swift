@@ -3,7 +3,7 @@ import Foundation
 /// Limits and settings for every transfer a ``DataLoader`` makes.
 public struct TransportConfiguration: Sendable, Hashable {
     /// Seconds a transfer of a ``DataLoader`` used on its own
-    /// (``DataLoader/loadData(from:headers:observer:completion:)``) may take from the
+    /// (``DataLoader/loadData(_:completion:)``) may take from the
     /// moment it starts. Default 60. Zero, a negative value, NaN or
     /// `.infinity` mean no time limit. `file` URLs are not timed. Past it:
     /// ``AsyncImageError/timedOut(_:seconds:stage:)`` at stage

@@ -149,7 +149,7 @@ public struct URLPolicy: Sendable, Hashable {
     var hasRules: Bool { !urlRules.isEmpty || !addressRules.isEmpty }
 
     /// Whether any rule looks at addresses (the transport then checks every connection).
-    public var checksAddresses: Bool { !addressRules.isEmpty }
+    var checksAddresses: Bool { !addressRules.isEmpty }
 
     /// Why `url` is refused, or nil when it is allowed.
     public func refusal(for url: URL) -> String? {
@@ -163,7 +163,7 @@ public struct URLPolicy: Sendable, Hashable {
     }
 
     /// Why a connection to `address` is refused, or nil when it is allowed.
-    public func refusal(for address: IPAddress) -> String? {
+    func refusal(for address: IPAddress) -> String? {
         for rule in addressRules { if let reason = rule.check(address) { return reason } }
         return nil
     }
@@ -172,7 +172,7 @@ public struct URLPolicy: Sendable, Hashable {
     public func allows(_ url: URL) -> Bool { refusal(for: url) == nil }
 
     /// Whether a connection to `address` is allowed.
-    public func allows(_ address: IPAddress) -> Bool { refusal(for: address) == nil }
+    func allows(_ address: IPAddress) -> Bool { refusal(for: address) == nil }
 
     /// Equal when file URLs are treated alike and the rules are the same ones.
     public static func == (a: URLPolicy, b: URLPolicy) -> Bool {

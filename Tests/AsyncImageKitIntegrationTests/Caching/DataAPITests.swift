@@ -45,7 +45,7 @@ final class DataAPITests: XCTestCase {
         return url
     }
 
-    private func text(_ response: HTTPResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+    private func text(_ response: HTTPCacheResponse) -> String { String(decoding: response.body, as: UTF8.self) }
 
     func testAnyStatusIsAResponseAndStoredWhenHTTPAllows() async throws {
         let notFound = serve("/missing.txt", status: 404, [("Cache-Control", "max-age=60"), ("X-Why", "gone")])

@@ -1,4 +1,4 @@
-import AsyncImageKit
+@testable import AsyncImageKit
 import Foundation
 import ImageFixtures
 import XCTest

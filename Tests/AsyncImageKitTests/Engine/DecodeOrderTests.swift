@@ -44,7 +44,7 @@ final class DecodeOrderTests: XCTestCase {
     /// it waits. Returns the order they were decoded in.
     private func decodeOrder(raiseOlder: Bool, order: QueueOrder = .lifo) -> [String] {
         let h = FakeHarness(concurrentLoads: 8, queueOrder: order)
-        let decoders = h.loader.state.withLock { $0.decodes.decoders }
+        let decoders = h.loader.state.withLock { $0.decodes.threads }
         XCTAssertLessThanOrEqual(decoders + 2, 8, "room for every held decode and the two bodies")
         let release = DispatchSemaphore(value: 0)
         let transferred = expectation(description: "both bodies are in")

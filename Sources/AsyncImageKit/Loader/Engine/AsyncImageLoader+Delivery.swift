@@ -127,20 +127,20 @@ extension AsyncImageLoader {
             return
         }
         if inline {
-            effects.append { self.deliver(record, outcome, heldIn, watched: false) }
+            effects.append { self.runDelivery(record, outcome, heldIn, watched: false) }
             return
         }
         let queue = state.deliveryQueue
         let watched = watch(queue, &state, &effects)
         effects.append {
-            queue.async { self.deliver(record, outcome, heldIn, watched: watched) }
+            queue.async { self.runDelivery(record, outcome, heldIn, watched: watched) }
         }
     }
 
     /// On the delivery queue: the notification, then the action, unless
     /// cancelled meanwhile or the target is gone; then what was to follow
     /// the delivery (``LoadRequest/afterDelivery``).
-    private func deliver(
+    private func runDelivery(
         _ record: LoadRequest, _ outcome: Result<Image, AsyncImageError>, _ cache: (any ImageCaching)?, watched: Bool
     ) {
         unwatch(watched)

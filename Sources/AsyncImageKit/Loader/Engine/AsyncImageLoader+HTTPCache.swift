@@ -76,11 +76,11 @@ extension AsyncImageLoader {
             request.headers["Range"] = "bytes=\(partial.data.count)-"
             request.headers["If-Range"] = partial.validator
         }
-        var keep: (@Sendable (PartialBody) -> Void)?
+        var storePartial: (@Sendable (PartialBody) -> Void)?
         if let store = transfer.writeDisk?.store {
-            keep = { [weak self] received in self?.keep(received, resuming: partial, in: store, transfer.job) }
+            storePartial = { [weak self] received in self?.storePartial(received, resuming: partial, in: store, transfer.job) }
         }
-        startTransfer(transfer, request, resumes: partial != nil, keep: keep) {
+        startTransfer(transfer, request, resumes: partial != nil, storePartial: storePartial) {
             [weak self] result, requestTime, responseTime, attempt in
             self?.answered(
                 transfer, stale: stale, partial: partial, result, attempt, requestTime: requestTime,
@@ -216,7 +216,7 @@ extension AsyncImageLoader {
     /// transfer received (after the stored part it resumed, for a `206`),
     /// when it can be resumed (a strong ETag or a Last-Modified) and is not
     /// in fact the whole body. Written on the disk write queue.
-    private func keep(_ received: PartialBody, resuming previous: StoredPartial?, in store: ImageDiskStore, _ job: LoadJob) {
+    private func storePartial(_ received: PartialBody, resuming previous: StoredPartial?, in store: ImageDiskStore, _ job: LoadJob) {
         guard let validator = received.ifRangeValidator else { return }
         let data: Data
         switch received.statusCode {

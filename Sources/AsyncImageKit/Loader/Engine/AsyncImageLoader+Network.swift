@@ -44,12 +44,12 @@ struct TransferAttempt: Sendable {
 extension AsyncImageLoader {
     /// Calls the request modifier and the transport (after the lock).
     /// `resumes`: the request asks for the rest of a kept part (its bytes
-    /// do not start at the file's start). `keep`: told what a transfer cut
+    /// do not start at the file's start). `storePartial`: told what a transfer cut
     /// off mid-body received. `answered`: the transport's result, with when
     /// it was asked for and when it came, and what was seen of the try.
     func startTransfer(
         _ transfer: TransferContext, _ prepared: DataRequest, resumes: Bool,
-        keep: (@Sendable (PartialBody) -> Void)?,
+        storePartial: (@Sendable (PartialBody) -> Void)?,
         answered: @escaping @Sendable (
             Result<DataResponse, AsyncImageError>, _ requestTime: Double, _ responseTime: Double, TransferAttempt
         ) -> Void
@@ -136,10 +136,10 @@ extension AsyncImageLoader {
         // A partial body comes before the completion (``DataTransferObserver``):
         // a transport that keeps one without showing the head still counts.
         // (Only when it is kept: a partial handler makes the transport build one.)
-        if let keep {
+        if let storePartial {
             observer.partial = { received in
                 bodyArrived.withLock { $0 = true }
-                keep(received)
+                storePartial(received)
             }
         }
         let requestTime = Date().timeIntervalSince1970

@@ -11,16 +11,16 @@ import Foundation
 /// the best is a walk of those few, never of the request queue.
 struct DecodeScheduler {
     private var waiting: [LoadJob] = []
-    /// Decodes running, at most ``decoders``.
+    /// Decodes running, at most ``threads``.
     private(set) var running = 0
     /// One decoder per core.
-    let decoders = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    let threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// The order among equal priorities (the transfer queue's).
     let order: QueueOrder
 
     init(order: QueueOrder) { self.order = order }
 
-    var hasFreeDecoder: Bool { running < decoders }
+    var hasFreeDecoder: Bool { running < threads }
 
     /// `job`'s body waits for a decoder.
     mutating func wait(_ job: LoadJob) { waiting.append(job) }

@@ -8,13 +8,13 @@ import Foundation
 /// status and every header it was stored with (those of a `304` that
 /// refreshed it merged in), with an `Age` header for the time it has spent
 /// in the cache.
-public struct HTTPResponse: Sendable {
+public struct HTTPCacheResponse: Sendable {
     /// Where a response came from.
     public enum Source: Sendable, Hashable {
         /// The server sent it now.
         case network
         /// The disk cache, used without asking the server (fresh, or stale
-        /// where that was allowed: ``HTTPResponse/isStale``).
+        /// where that was allowed: ``HTTPCacheResponse/isStale``).
         case cache
         /// The disk cache, after the server confirmed it (a `304`).
         case revalidated
