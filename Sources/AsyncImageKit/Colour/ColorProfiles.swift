@@ -14,6 +14,12 @@ package enum ColorProfiles {
         matrixProfile(chromaticities: displayP3Chromaticities, gamma: nil, description: "Display P3")
     }
 
+    /// Little CMS's own sRGB profile (IEC 61966-2.1).
+    package static func sRGB() -> Data? {
+        guard let profile = LCMS.makeSRGB() else { return nil }
+        return save(profile, description: "sRGB IEC61966-2.1")
+    }
+
     /// An RGB matrix-shaper profile: white x, y then red, green, blue x, y;
     /// a pure power curve of `gamma` (the decoding exponent, 2.2 for
     /// example), or sRGB's curve when `nil`.
@@ -56,5 +62,29 @@ package enum ColorProfiles {
         var bytes = Data(count: Int(size))
         let saved = bytes.withUnsafeMutableBytes { cmsSaveProfileToMem(profile, $0.baseAddress, &size) }
         return saved != 0 ? bytes.prefix(Int(size)) : nil
+    }
+}
+
+extension ColorProfiles {
+    /// Re-encodes sRGB RGBA pixels (4 bytes each, alpha kept) into the RGB
+    /// space of `profile`, relative colorimetric: the numbers a file tagged
+    /// with `profile` stores for these colours. `false` when the profile
+    /// cannot be used.
+    package static func convertFromSRGB(_ pixels: inout Data, to profile: Data) -> Bool {
+        guard let target = LCMS.open(profile) else { return false }
+        defer { cmsCloseProfile(target) }
+        guard let sRGB = LCMS.makeSRGB() else { return false }
+        defer { cmsCloseProfile(sRGB) }
+        guard
+            let transform = cmsCreateTransform(
+                sRGB, aiv_lcms_rgba_8(), target, aiv_lcms_rgba_8(), ColorRenderingIntent.relativeColorimetric.lcmsValue,
+                UInt32(cmsFLAGS_NOCACHE))
+        else { return false }
+        defer { cmsDeleteTransform(transform) }
+        pixels.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            cmsDoTransform(transform, base, base, UInt32(raw.count / 4))
+        }
+        return true
     }
 }
