@@ -75,7 +75,7 @@ def reference(path, profile_bytes, name):
 def add(name, path, kind, profile=None, description=None, twin=None, note=""):
     entry = {"name": name, "file": os.path.basename(path), "kind": kind, "note": note}
     if profile is not None and kind == "tagged":
-        entry["reference"] = reference(path, profile, name)
+        entry["reference"] = reference(path, profile, os.path.basename(path))
     if twin:
         entry["twin"] = os.path.basename(twin)
     if description:
