@@ -72,6 +72,19 @@ public enum ColourFixtures {
         return gif.prefix(upTo: at) + extensionBlock + gif.suffix(from: at)
     }
 
+    /// `image` (sRGB) as a Display P3 JPEG: its pixels re-encoded as P3
+    /// numbers and the P3 profile embedded, so that a colour-managed decoder
+    /// shows the colours of `image` (and one that is not shows them dull).
+    /// The demo's P3 photo. `nil` if Little CMS fails.
+    public static func displayP3JPEG(_ image: Image, quality: Int) -> Data? {
+        guard let profile = ColorProfiles.displayP3() else { return nil }
+        var pixels = image.stillImage(frame: 0).pixels
+        guard ColorProfiles.convertFromSRGB(&pixels, to: profile),
+            let jpeg = try? JPEGEncoder(quality: quality).encode(Image(width: image.width, height: image.height, rgba: pixels))
+        else { return nil }
+        return Self.jpeg(jpeg, profile: profile)
+    }
+
     /// A chart of 24 patches (the ColorChecker's sRGB values), `patch`
     /// pixels square, 6 by 4: the colour tests' image.
     public static func chart(patch: Int = 16) -> Image {

@@ -213,6 +213,26 @@ final class ColourManagementTests: XCTestCase {
         XCTAssertNotEqual(untagged.pixels, small.pixels)
     }
 
+    /// The demo's P3 photo: colour-managed, it shows as its sRGB original
+    /// (within JPEG's loss); unmanaged, visibly duller.
+    func testDemoP3PhotoIsShownRight() throws {
+        let original = SyntheticImage.photo(width: 160, height: 120, seed: 5)
+        let p3 = try XCTUnwrap(ColourFixtures.displayP3JPEG(original, quality: 95))
+        let plain = try JPEGEncoder(quality: 95).encode(original)
+        var rgb = Data()
+        for y in 0..<original.height {
+            for x in 0..<original.width {
+                let p = original.pixel(x: x, y: y)
+                rgb += [p.r, p.g, p.b]
+            }
+        }
+        let managed = try XCTUnwrap(ColourDifference.compare(rgba: try decode(p3).pixels, rgb: rgb))
+        let baseline = try XCTUnwrap(ColourDifference.compare(rgba: try decode(plain).pixels, rgb: rgb))
+        let unmanaged = try XCTUnwrap(ColourDifference.compare(rgba: try decode(p3, off).pixels, rgb: rgb))
+        XCTAssertLessThan(managed.mean, baseline.mean + 0.5, "managed \(managed), plain JPEG \(baseline)")
+        XCTAssertGreaterThan(unmanaged.mean, managed.mean + 1, "unmanaged \(unmanaged)")
+    }
+
     // MARK: - Malformed
 
     /// Damaged or mismatched profiles: the image decodes as the untagged
