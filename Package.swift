@@ -137,7 +137,8 @@ let package = Package(
             ],
             path: "Benchmarks",
             // Service: the service benchmark's scripts (Python and bash), not Swift.
-            exclude: ["reference", "Support", "Service"],
+            // reference-colour: a standalone C program (Little CMS), built by hand.
+            exclude: ["reference", "reference-colour", "Support", "Service"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // The HTTP cache held to the public HTTP cache test suite (see
