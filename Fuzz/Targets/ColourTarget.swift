@@ -12,20 +12,23 @@ import Foundation
 /// the properties report colour information; and a profile with a warning,
 /// or an sRGB one, leaves the pixels those of the untagged file.
 enum ColourTarget {
-    private static let jpeg: Data = {
+    // Arrays, not `Data`: LeakSanitizer cannot follow `Data`'s tagged
+    // representation from a global, and reported these as leaks.
+    private static let jpegBytes: [UInt8] = {
         let image = Image(width: 4, height: 4, rgba: Data((0..<64).map { UInt8(truncatingIfNeeded: $0 * 37) }))
-        return (try? JPEGEncoder(quality: 90).encode(image)) ?? Data()
+        return [UInt8]((try? JPEGEncoder(quality: 90).encode(image)) ?? Data())
     }()
-    private static let png: Data = {
+    private static let pngBytes: [UInt8] = {
         let image = Image(width: 4, height: 4, rgba: Data((0..<64).map { UInt8(truncatingIfNeeded: $0 * 53 | 3) }))
-        return (try? PNGEncoder().encode(image)) ?? Data()
+        return [UInt8]((try? PNGEncoder().encode(image)) ?? Data())
     }()
     /// A 1x1 GIF89a with a 2-colour global table (red, black).
-    private static let gif = Data(
+    private static let gifBytes: [UInt8] = (
         [0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 1, 0, 1, 0, 0x80, 0, 0, 0xFF, 0, 0, 0, 0, 0]
             + [0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0, 0x3B])
 
     static func run(_ data: Data) -> String? {
+        let (jpeg, png, gif) = (Data(jpegBytes), Data(pngBytes), Data(gifBytes))
         // 1 to 24736 bytes a segment, as the last byte says (a JPEG holds 255 at most).
         let segment = max(1 + Int(data.last ?? 0) * 97, (data.count + 254) / 255)
         let files: [(String, Data, Data)] = [

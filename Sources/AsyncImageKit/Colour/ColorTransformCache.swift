@@ -42,8 +42,11 @@ final class ColorTransformCache: Sendable {
     }
 
     private struct Entry {
-        /// The bytes hashed, compared on a hit (a hash is not proof).
-        var bytes: Data
+        /// The bytes hashed, compared on a hit (a hash is not proof). An
+        /// array, not `Data`: LeakSanitizer cannot follow `Data`'s tagged
+        /// representation from a global, and reported the cache's profiles
+        /// as leaks (Fuzz/run).
+        var bytes: [UInt8]
         var outcome: Outcome
         var lastUse: UInt64
     }
@@ -105,7 +108,7 @@ final class ColorTransformCache: Sendable {
     ) -> Outcome {
         let key = Key(digest: Self.fnv1a(bytes), count: bytes.count, layout: layout, management: management)
         let hit = state.withLock { state -> Outcome? in
-            guard let entry = state.entries[key], entry.bytes == bytes else { return nil }
+            guard let entry = state.entries[key], entry.bytes.elementsEqual(bytes) else { return nil }
             state.clock += 1
             state.entries[key]?.lastUse = state.clock
             return entry.outcome
@@ -115,13 +118,13 @@ final class ColorTransformCache: Sendable {
         return state.withLock { state in
             state.builds += 1
             state.clock += 1
-            if let entry = state.entries[key], entry.bytes == bytes { return entry.outcome }  // another thread's
+            if let entry = state.entries[key], entry.bytes.elementsEqual(bytes) { return entry.outcome }  // another thread's
             if state.entries[key] == nil, state.entries.count >= capacity,
                 let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key
             {
                 state.entries[oldest] = nil
             }
-            state.entries[key] = Entry(bytes: bytes, outcome: made, lastUse: state.clock)
+            state.entries[key] = Entry(bytes: [UInt8](bytes), outcome: made, lastUse: state.clock)
             return made
         }
     }
