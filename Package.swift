@@ -6,8 +6,9 @@ import PackageDescription
 /// Layout (one concept per file, grouped by role):
 /// - `AsyncImageKit`: the library (the only product a user links).
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
-///   that owns every `setjmp` used by libpng and libjpeg. giflib and libwebp
-///   (`CGIF`, `CWebP`) report errors by return value and are called from Swift.
+///   that owns every `setjmp` used by libpng and libjpeg. giflib, libwebp and
+///   Little CMS (`CGIF`, `CWebP`, `CLCMS2`) report errors by return value and
+///   are called from Swift.
 /// - `LoopbackHTTP`, `ImageFixtures`, `LoadMix`: support code for the tests,
 ///   the demo and the benchmark (a real HTTP/1.1 server on 127.0.0.1,
 ///   generated images, the load test's and the soak's request mix).
@@ -84,6 +85,11 @@ let package = Package(
         .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
+        // Little CMS 2: colour management (ICC profiles to sRGB). It reports
+        // errors by return value, never longjmp, so Swift calls it directly.
+        .systemLibrary(
+            name: "CLCMS2", pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"])]),
 
         // The only C code: whole PNG/JPEG decodes and encodes inside one C
         // function each, so that no longjmp ever crosses a Swift frame.
@@ -92,7 +98,7 @@ let package = Package(
         .target(
             name: "AsyncImageKit",
             dependencies: [
-                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CZlib", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CZlib", "CLCMS2", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["MetricsSupport"])),
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
@@ -187,6 +193,8 @@ let package = Package(
                 "AsyncImageKit", "TestSupport", "ImageFixtures", "LoopbackHTTP", "LoadMix", "CrashSafety", "DemoSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            // Run by ColourConversionTests from its path, not bundled.
+            exclude: ["Colour/make-colour-fixtures.py"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

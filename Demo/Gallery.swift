@@ -4,7 +4,9 @@ import Foundation
 import ImageFixtures
 import LoopbackHTTP
 
-/// The generated sample gallery, served from memory by a server on
+/// The generated sample gallery (photos, one of them a Display P3 JPEG
+/// with its profile, PNGs with alpha, animated GIFs, broken and missing
+/// files), served from memory by a server on
 /// 127.0.0.1 (port chosen by the system) that waits `latency` ms (with some
 /// jitter) before each answer, like a slow network.
 final class Gallery {
@@ -22,6 +24,14 @@ final class Gallery {
             let (w, h) = photoSizes[variant % photoSizes.count]
             let image = SyntheticImage.photo(width: w, height: h, seed: seed &+ UInt64(variant) &* 7919)
             let small = try ImageResizer.resize(image, to: PixelSize(width: w / 8, height: h / 8))
+            // The second photo is a Display P3 file (its numbers P3's, the
+            // profile embedded): colour-managed, it shows as the others do.
+            if variant == 1, let full = ColourFixtures.displayP3JPEG(image, quality: 88),
+                let thumb = ColourFixtures.displayP3JPEG(small, quality: 70)
+            {
+                photos.append((full, thumb))
+                continue
+            }
             photos.append((try JPEGEncoder(quality: 88).encode(image), try JPEGEncoder(quality: 70).encode(small)))
         }
         let pngs = try (0..<3).map { variant -> Data in

@@ -6,7 +6,7 @@
 //
 // The targets are in Fuzz/Targets (module FuzzTargets, also used by
 // FuzzRegressionTests): image, png, jpeg, gif, webp, sniff, probe, exif,
-// jpeg-preview, disk-entry, stored-image. In an ordinary build this
+// jpeg-preview, colour, disk-entry, stored-image. In an ordinary build this
 // program does nothing.
 //
 // No top-level code: under `--sanitize=fuzzer` SwiftPM compiles this file as a

@@ -32,6 +32,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case exif
     /// The progressive JPEG preview decode (a body cut after some scans).
     case jpegPreview = "jpeg-preview"
+    /// Colour profiles in JPEG APP2 segments, a PNG `iCCP` chunk and a GIF
+    /// `ICCRGBG1012` extension: the joins, the inflation, Little CMS's
+    /// parsing and transforms (a profile never fails a decode).
+    case colour
     /// The disk cache's entry file reader (`DataCacheEntry`: header, lengths, checksum, JSON metadata).
     case diskEntry = "disk-entry"
     /// The disk cache's processed image reader (`StoredImage`, the `AIKI` format).
@@ -54,6 +58,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .probe: return ProbeTarget.run(data)
         case .exif: return ProbeTarget.exif(data)
         case .jpegPreview: return DecoderTargets.jpegPreview(data)
+        case .colour: return ColourTarget.run(data)
         case .diskEntry: return DiskCacheTargets.entry(data)
         case .storedImage: return DiskCacheTargets.storedImage(data)
         }

@@ -3,14 +3,25 @@ import Foundation
 
 /// Writes the seeds of the targets whose inputs no image corpus holds:
 /// disk cache entry files (`disk-entry`) and stored processed images
-/// (`stored-image`), each as the library itself writes them.
+/// (`stored-image`), each as the library itself writes them, and ICC
+/// profiles built with Little CMS (`colour`).
 /// `FUZZ_WRITE_SEEDS=Fuzz/seeds .build-fuzz/release/asyncimage-fuzz` made `Fuzz/seeds/<target>/`.
 public enum SeedWriter {
     /// Writes the seeds under `directory/<target>/`.
     public static func write(to directory: URL) throws {
         let entries = directory.appendingPathComponent(FuzzTarget.diskEntry.rawValue)
         let stored = directory.appendingPathComponent(FuzzTarget.storedImage.rawValue)
-        for folder in [entries, stored] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let colour = directory.appendingPathComponent(FuzzTarget.colour.rawValue)
+        for folder in [entries, stored, colour] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let profiles: [(String, Data?)] = [
+            ("display-p3.icc", ColorProfiles.displayP3()), ("srgb.icc", ColorProfiles.sRGB()),
+            ("grey-1.8.icc", ColorProfiles.grayProfile(gamma: 1.8, description: "Grey 1.8")),
+            ("gamma-2.2.icc", ColorProfiles.matrixProfile(
+                chromaticities: [0.3127, 0.3290, 0.64, 0.33, 0.21, 0.71, 0.15, 0.06], gamma: 2.2, description: "Wide 2.2")),
+        ]
+        for (name, profile) in profiles {
+            if let profile { try profile.write(to: colour.appendingPathComponent(name)) }
+        }
 
         let opaque = gradient(width: 24, height: 16, alpha: 255)
         let translucent = gradient(width: 9, height: 13, alpha: 128)

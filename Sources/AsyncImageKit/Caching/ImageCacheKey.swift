@@ -23,14 +23,18 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 
     /// The URL's absolute string, or the request's own key (``ImageRequest/init(url:targetSize:contentMode:scaling:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``).
     public var url: String { storage.url }
-    /// `""` for a full-size decode without processors; otherwise e.g.
-    /// `"256x256-fill"`, followed by `|` and the processors' identifiers.
+    /// `""` for a full-size decode without processors and with the default
+    /// colour management; otherwise e.g. `"256x256-fill"` (a colour
+    /// management other than the default adds its part, such as
+    /// `"256x256-fill-colour-off"` or `"colour-off"` at full size), followed
+    /// by `|` and the processors' identifiers.
     public var processing: String { storage.processing }
     /// The hash computed when the key was made.
     var precomputedHash: Int { storage.hash }
 
-    /// The key for `url` decoded with `options` (only the target size and
-    /// content mode matter; the pixel limit does not change the pixels).
+    /// The key for `url` decoded with `options` (only the target size,
+    /// content mode, scaling and colour management matter; the pixel limit
+    /// does not change the pixels).
     public init(url: URL, options: DecodingOptions = DecodingOptions()) {
         self.init(url: url.absoluteString, processing: Self.processingKey(options))
     }
@@ -44,10 +48,11 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     static func processingKey(_ options: DecodingOptions) -> String {
-        guard let size = options.targetSize else { return "" }
+        let colour = options.colorManagement.keyPart
+        guard let size = options.targetSize else { return colour }
         let scaling = options.scaling.keyPart
         return "\(size.width)x\(size.height)-\(options.contentMode == .aspectFill ? "fill" : "fit")"
-            + (scaling.isEmpty ? "" : "-" + scaling)
+            + (scaling.isEmpty ? "" : "-" + scaling) + (colour.isEmpty ? "" : "-" + colour)
     }
 
     /// Feeds the precomputed hash.

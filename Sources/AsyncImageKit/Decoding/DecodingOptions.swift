@@ -35,6 +35,12 @@ public struct DecodingOptions: Sendable, Hashable {
     /// target size, Nimbus' default; see ``ScalingOptions``).
     public var scaling: ScalingOptions
 
+    /// Whether and how a tagged image's colours are converted to sRGB
+    /// (default ``ColorManagement/default``: converted, relative
+    /// colorimetric; ``ColorManagement/off`` keeps the samples as stored).
+    /// Part of the cache key when it is not the default. See <doc:ColourManagement>.
+    public var colorManagement: ColorManagement
+
     /// The most scans a progressive JPEG may have (real encoders write about
     /// ten; a valid file can have thousands of tiny ones, each another pass
     /// over the whole image). Internal: tests lower it.
@@ -50,8 +56,10 @@ public struct DecodingOptions: Sendable, Hashable {
         maxPixels: Int = DecodingOptions.defaultMaxPixels,
         targetSize: PixelSize? = nil,
         contentMode: ContentMode = .aspectFill,
-        scaling: ScalingOptions = [], maxFrames: Int = DecodingOptions.defaultMaxFrames
+        scaling: ScalingOptions = [], maxFrames: Int = DecodingOptions.defaultMaxFrames,
+        colorManagement: ColorManagement = .default
     ) {
+        self.colorManagement = colorManagement
         self.maxPixels = maxPixels
         self.maxFrames = maxFrames
         self.targetSize = targetSize

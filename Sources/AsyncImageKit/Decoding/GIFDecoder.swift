@@ -10,6 +10,10 @@ import Foundation
 /// are clipped to it. Pixels whose palette index is outside the palette are
 /// treated as transparent.
 ///
+/// **Colour:** an `ICCRGBG1012` application extension's profile (before the
+/// first image) is applied to each frame's palette with Little CMS,
+/// converting to sRGB, unless ``DecodingOptions/colorManagement`` says not to.
+///
 /// **Damaged frames:** a GIF is all or nothing. If any frame is damaged or
 /// truncated, even after earlier frames decoded, the decode fails with an
 /// error naming the frame; no partial animation is returned. This is
@@ -43,6 +47,7 @@ public struct GIFDecoder: ImageDecoding {
             Result { () throws(AsyncImageError) -> Image in
                 try decodeFrames(
                     bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames,
+                    colorManagement: options.colorManagement,
                     resized: { options.targetSize == nil ? nil : options.naturalSize(for: $0) })
             }
         }
@@ -57,7 +62,7 @@ public struct GIFDecoder: ImageDecoding {
     static let minimumFramePixels = 256
 
     private func decodeFrames(
-        _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int,
+        _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int, colorManagement: ColorManagement,
         resized: (PixelSize) -> PixelSize?
     ) throws(AsyncImageError)
         -> Image
@@ -91,6 +96,11 @@ public struct GIFDecoder: ImageDecoding {
         var control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
         var palette = [UInt32](repeating: 0, count: 256)
         var line = [UInt8]()
+        // An ICCRGBG1012 application extension's profile (its sub-blocks
+        // joined), converting each frame's palette: 256 colours, never the pixels.
+        var iccProfile: Data?
+        var colorTransform: ColorTransform?
+        var colorTransformChosen = false
 
         func fail(_ what: String) -> AsyncImageError {
             let reason = Self.message(gif.pointee.Error, fallback: "read error")
@@ -112,6 +122,7 @@ public struct GIFDecoder: ImageDecoding {
                 var block: UnsafeMutablePointer<GifByteType>?
                 guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw fail("bad extension") }
                 var netscape = false
+                var icc = false
                 if let block {
                     if code == GRAPHICS_EXT_FUNC_CODE {
                         var parsed = GraphicsControlBlock()
@@ -119,10 +130,13 @@ public struct GIFDecoder: ImageDecoding {
                     } else if code == APPLICATION_EXT_FUNC_CODE, block[0] == 11 {
                         let id = String(decoding: UnsafeBufferPointer(start: block + 1, count: 11), as: UTF8.self)
                         netscape = id == "NETSCAPE2.0" || id == "ANIMEXTS1.0"
+                        icc = id == "ICCRGBG1012" && iccProfile == nil && frames.isEmpty
+                        if icc { iccProfile = Data() }
                     }
                 }
                 while block != nil {
                     guard DGifGetExtensionNext(gif, &block) == GIF_OK else { throw fail("bad extension block") }
+                    if icc, let sub = block, sub[0] > 0 { iccProfile?.append(sub + 1, count: Int(sub[0])) }
                     if netscape, let sub = block, sub[0] >= 3, sub[1] == 1 {
                         loopCount = Int(sub[2]) | Int(sub[3]) << 8
                         netscape = false
@@ -163,6 +177,19 @@ public struct GIFDecoder: ImageDecoding {
                         palette[i] = UInt32(c.Red) | UInt32(c.Green) << 8 | UInt32(c.Blue) << 16 | 0xFF00_0000
                     } else {
                         palette[i] = 0
+                    }
+                }
+                if !colorTransformChosen {
+                    colorTransformChosen = true
+                    colorTransform = ColorConversion.transform(
+                        for: iccProfile.map { $0.isEmpty ? .malformed("an empty ICCRGBG1012 extension") : .icc($0) },
+                        layout: .rgba, management: colorManagement)
+                }
+                if let colorTransform, colorCount > 0 {
+                    palette.withUnsafeMutableBytes { raw in
+                        colorTransform.apply(
+                            raw.bindMemory(to: UInt8.self).baseAddress!, width: colorCount, height: 1,
+                            bytesPerRow: colorCount * 4)
                     }
                 }
                 let transparent = Int(control.TransparentColor)

@@ -24,6 +24,8 @@ struct GIFHeader {
     var hasTransparency = false
     /// Whether an `ICCRGBG1012` application extension was seen.
     var hasICCProfile = false
+    /// The first one's sub-blocks joined (`nil` when they run past the end).
+    var iccProfile: Data?
     /// Whether the walk reached the trailer (0x3B).
     var reachedTrailer = false
 
@@ -31,6 +33,27 @@ struct GIFHeader {
         data.withUnsafeBytes { raw in
             self.parse(ByteView(bytes: raw))
         }
+    }
+
+    /// The colour information of the first `ICCRGBG1012` extension.
+    var colorSource: ColorSource? {
+        guard hasICCProfile else { return nil }
+        guard let iccProfile, !iccProfile.isEmpty else { return .malformed("an empty or cut ICCRGBG1012 extension") }
+        return .icc(iccProfile)
+    }
+
+    /// The data of the sub-blocks starting at `start` joined, `nil` when
+    /// they run past the end.
+    private static func joinSubBlocks(_ bytes: ByteView, from start: Int) -> Data? {
+        var data = Data()
+        var at = start
+        while let length = bytes.u8(at) {
+            if length == 0 { return data }
+            guard let block = bytes.slice(at + 1, Int(length)) else { return nil }
+            data.append(contentsOf: block.bytes)
+            at += 1 + Int(length)
+        }
+        return nil
     }
 
     /// Bits per index of a colour table (its packed size field plus one).
@@ -75,6 +98,7 @@ struct GIFHeader {
                             loopCount = Int(count)
                         }
                     } else if bytes.matches(body + 1, Array(ascii: "ICCRGBG1012")) {
+                        if !hasICCProfile { iccProfile = Self.joinSubBlocks(bytes, from: body + 12) }
                         hasICCProfile = true
                     }
                 }

@@ -2,8 +2,9 @@ import Foundation
 
 /// What an image file says about itself, read from its headers without
 /// decoding any pixels: format, stored and upright size, bit depth, colour
-/// type, frames and loop count, an ICC profile's presence, interlacing, and
-/// EXIF metadata (OGImage's `originalFileProperties`).
+/// type, frames and loop count, the colour profile (its description and
+/// colour space, read with Little CMS), interlacing, and EXIF metadata
+/// (OGImage's `originalFileProperties`).
 ///
 /// ```swift
 /// if let properties = ImageFileProperties(data: data) {
@@ -19,7 +20,8 @@ import Foundation
 /// and still fail to decode.
 ///
 /// ### Per format
-/// - **PNG**: IHDR (size, bit depth, colour type, Adam7), `iCCP`, `tRNS`,
+/// - **PNG**: IHDR (size, bit depth, colour type, Adam7), `iCCP` (its
+///   profile decompressed, bounded), `sRGB`, `gAMA`, `cHRM`, `tRNS`,
 ///   `eXIf` (its orientation, when the chunk precedes IDAT, is applied by
 ///   ``PNGDecoder``), APNG `acTL`.
 /// - **JPEG**: the first SOFn (size, precision, components, process), JFIF
@@ -76,8 +78,17 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var loopCount: Int?
 
     /// Whether the file embeds an ICC colour profile: PNG `iCCP`, JPEG APP2
-    /// `ICC_PROFILE`, GIF `ICCRGBG1012`, WebP `ICCP` (flagged in `VP8X`). (The decoders do not apply it.)
+    /// `ICC_PROFILE`, GIF `ICCRGBG1012`, WebP `ICCP` (flagged in `VP8X`).
+    /// ``colorProfile`` says what it is and whether the decoders apply it.
     public var hasICCProfile: Bool
+
+    /// The file's colour information: its ICC profile's description and
+    /// colour space, or the PNG `sRGB`, `gAMA` and `cHRM` chunks; whether it
+    /// is sRGB (the decoders then leave the pixels as they are); and a
+    /// ``ColorProfileInfo/warning`` when the profile cannot be used (the
+    /// image still decodes, unconverted). `nil` for a file with no colour
+    /// information, whose samples are read as sRGB. See <doc:ColourManagement>.
+    public var colorProfile: ColorProfileInfo?
 
     /// Whether the image is stored in passes: PNG Adam7, a progressive JPEG
     /// (SOF2, SOF6, SOF10, SOF14), a GIF whose first image is interlaced.
@@ -124,8 +135,10 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
         colorType: ImageColorType, frameCount: Int = 1, loopCount: Int? = nil, hasICCProfile: Bool = false,
         isInterlaced: Bool = false, hasTransparency: Bool = false, exif: EXIFProperties? = nil,
         jpeg: JPEGCoding? = nil, animatedPNGFrameCount: Int? = nil, animatedPNGPlayCount: Int? = nil,
-        webPCompression: WebPCompression? = nil, animatedWebPPlayCount: Int? = nil
+        webPCompression: WebPCompression? = nil, animatedWebPPlayCount: Int? = nil,
+        colorProfile: ColorProfileInfo? = nil
     ) {
+        self.colorProfile = colorProfile
         self.format = format
         self.pixelSize = pixelSize
         self.orientation = orientation
@@ -181,7 +194,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 colorType: colorType, hasICCProfile: header.hasICCProfile, isInterlaced: header.isInterlaced,
                 hasTransparency: colorType == .rgba || colorType == .grayscaleAlpha || header.hasTransparencyChunk,
                 exif: header.exif, animatedPNGFrameCount: header.animationFrameCount,
-                animatedPNGPlayCount: header.animationPlayCount)
+                animatedPNGPlayCount: header.animationPlayCount,
+                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: ColorPixelLayout(colorType)) })
         case .jpeg?:
             let header = JPEGHeader(data)
             guard let size = header.size, let marker = header.startOfFrameMarker, !requiringAllHeaders || header.reachedScan
@@ -192,7 +206,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
             self.init(
                 format: .jpeg, pixelSize: size, orientation: header.orientation, bitDepth: header.precision ?? 8,
                 colorType: header.colorType, hasICCProfile: header.hasICCProfile,
-                isInterlaced: coding.process == .progressive, exif: header.exif, jpeg: coding)
+                isInterlaced: coding.process == .progressive, exif: header.exif, jpeg: coding,
+                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: header.pixelLayout) })
         case .gif?:
             let header = GIFHeader(data)
             guard let size = header.size, !requiringAllHeaders || header.reachedTrailer else { return nil }
@@ -200,7 +215,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 format: .gif, pixelSize: size, bitDepth: header.globalPaletteBits ?? header.firstLocalPaletteBits ?? 8,
                 colorType: .palette, frameCount: header.frameCount, loopCount: header.loopCount,
                 hasICCProfile: header.hasICCProfile, isInterlaced: header.firstFrameInterlaced,
-                hasTransparency: header.hasTransparency)
+                hasTransparency: header.hasTransparency,
+                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: .rgba) })
         case .webp?:
             let header = WebPHeader(data)
             guard let size = header.size, !requiringAllHeaders else { return nil }
@@ -210,7 +226,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 format: .webp, pixelSize: size, colorType: colorType, frameCount: header.frameCount,
                 loopCount: header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)),
                 hasICCProfile: header.hasICCProfile, hasTransparency: header.hasAlpha, exif: header.exif,
-                webPCompression: header.compression, animatedWebPPlayCount: header.playCount)
+                webPCompression: header.compression, animatedWebPPlayCount: header.playCount,
+                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: .rgba) })
         case nil:
             return nil
         }

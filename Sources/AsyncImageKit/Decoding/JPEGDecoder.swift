@@ -5,6 +5,13 @@ import Foundation
 /// coded; grayscale, YCbCr, and CMYK/YCCK (Adobe inverted or not) converted to
 /// RGB. The EXIF orientation (1-8) is applied.
 ///
+/// **Colour:** an embedded ICC profile (APP2 `ICC_PROFILE`, joined across
+/// segments) is applied with Little CMS, converting to sRGB, unless
+/// ``DecodingOptions/colorManagement`` says not to (see <doc:ColourManagement>).
+/// CMYK and YCCK go through their own profile; untagged CMYK is turned into
+/// RGB with the simple formula R = (1 - C)(1 - K) (as browsers do: no press
+/// profile is assumed).
+///
 /// Strict like `djpeg -strict`: libjpeg reports corrupt or truncated data only
 /// as a warning and fills the gap in; here any such warning fails the decode,
 /// so a half-decoded photo is never reported as a success.
@@ -46,8 +53,24 @@ public struct JPEGDecoder: ImageDecoding {
         let width = Int(result.width)
         let height = Int(result.height)
         let bytesPerRow = Int(result.bytes_per_row)
-        if result.layout != AIV_LAYOUT_RGBA, let raw = result.pixels {
-            Self.convertCMYKToRGBA(raw, count: height * bytesPerRow, inverted: result.layout == AIV_LAYOUT_CMYK_INVERTED)
+        // Colour conversion on the decoded (DCT-scaled) pixels, before any
+        // resize: CMYK must become RGB first, and the resize then averages
+        // sRGB values, as for an untagged file.
+        let layout: ColorPixelLayout? =
+            switch result.layout {
+            case AIV_LAYOUT_CMYK: .cmyk
+            case AIV_LAYOUT_CMYK_INVERTED: .cmykInverted
+            default: header.iccSegments.isEmpty ? nil : header.pixelLayout.map { $0.isCMYK ? .rgba : $0 }
+            }
+        let transform = layout.flatMap {
+            ColorConversion.transform(for: header.colorSource, layout: $0, management: options.colorManagement)
+        }
+        if let raw = result.pixels {
+            if let transform {
+                transform.apply(raw, width: width, height: height, bytesPerRow: bytesPerRow)
+            } else if result.layout != AIV_LAYOUT_RGBA {
+                Self.convertCMYKToRGBA(raw, count: height * bytesPerRow, inverted: result.layout == AIV_LAYOUT_CMYK_INVERTED)
+            }
         }
         let pixels = result.takePixels()
         let source = result.sourceSize

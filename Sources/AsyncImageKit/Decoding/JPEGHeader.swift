@@ -20,6 +20,8 @@ struct JPEGHeader {
     var hasJFIF = false
     /// Whether an APP2 `ICC_PROFILE` segment was seen.
     var hasICCProfile = false
+    /// The APP2 `ICC_PROFILE` segments, in file order.
+    var iccSegments: [ICCPayload.JPEGSegment] = []
     /// The first readable APP1 `Exif` block.
     var exif: EXIFProperties?
     /// Whether the walk reached the first scan (or the end of the image):
@@ -67,7 +69,15 @@ struct JPEGHeader {
             case 0xE1:
                 if exif == nil, payload.matches(0, Array(ascii: "Exif\0")) { exif = EXIFReader.read(payload) }
             case 0xE2:
-                if payload.matches(0, Array(ascii: "ICC_PROFILE\0")) { hasICCProfile = true }
+                if payload.matches(0, Array(ascii: "ICC_PROFILE\0")) {
+                    hasICCProfile = true
+                    // Sequence number and count, then the profile's bytes (a
+                    // segment too short for the two numbers counts as 0 of 0).
+                    let body = payload.suffix(from: 14)
+                    iccSegments.append(
+                        ICCPayload.JPEGSegment(
+                            sequence: payload.u8(12) ?? 0, count: payload.u8(13) ?? 0, data: Data(body.bytes)))
+                }
             case 0xEE:
                 if payload.matches(0, Array(ascii: "Adobe")), let transform = payload.u8(11) {
                     adobeTransform = Int(transform)
@@ -84,6 +94,18 @@ struct JPEGHeader {
     /// bytes, when positive), where any other segment is an error.
     static func isSkippedWhenShort(_ marker: UInt8) -> Bool {
         (0xE0...0xEF).contains(marker) || marker == 0xFE
+    }
+
+    /// The embedded profile, joined from its segments; `nil` without one.
+    var colorSource: ColorSource? {
+        iccSegments.isEmpty ? nil : ICCPayload.joinJPEG(iccSegments)
+    }
+
+    /// How libjpeg's output is laid out for colour conversion: CMYK (Adobe
+    /// inverted when an Adobe marker is present, as libjpeg reads it), grey,
+    /// or RGB.
+    var pixelLayout: ColorPixelLayout? {
+        ColorPixelLayout(colorType, adobeInverted: adobeTransform != nil)
     }
 
     /// The colour model libjpeg infers (its `default_decompress_parms` rules).

@@ -3,7 +3,11 @@ import Foundation
 
 /// Decodes PNG with libpng: every colour type and bit depth (1 to 16), Adam7
 /// interlacing, palettes with `tRNS` transparency; 16-bit samples are scaled
-/// to 8 bits. Samples are returned as stored (no gamma or ICC transform).
+/// to 8 bits. Colour information (an `iCCP` profile, or `gAMA`/`cHRM`
+/// chunks without one) is applied with Little CMS, converting to sRGB,
+/// unless ``DecodingOptions/colorManagement`` says not to; an `sRGB` chunk,
+/// an sRGB profile and a `gAMA` of 1/2.2 alone leave the samples as
+/// stored, as does a file without colour information (see <doc:ColourManagement>).
 /// The EXIF orientation of an `eXIf` chunk (1-8) before the image data is
 /// applied, as for JPEG: the image is upright, ``Image/orientation`` tells
 /// what was applied and ``Image/originalSize`` is the upright size. An
@@ -21,7 +25,8 @@ public struct PNGDecoder: ImageDecoding {
 
     /// Decodes a whole PNG; see ``ImageDecoding/decode(_:options:)``.
     public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
-        let orientation = PNGHeader(data).orientation
+        let header = PNGHeader(data)
+        let orientation = header.orientation
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
@@ -29,8 +34,13 @@ public struct PNGDecoder: ImageDecoding {
             }
         }
         guard status == 0 else { throw failure(result.failureStage, result.messageText, pixelLimit: result.isPixelLimit) }
-        let pixels = result.takePixels()
         let stored = result.decodedSize
+        if let source = header.colorSource, let layout = ColorPixelLayout(header.colorType), let raw = result.pixels,
+            let transform = ColorConversion.transform(for: source, layout: layout, management: options.colorManagement)
+        {
+            transform.apply(raw, width: stored.width, height: stored.height, bytesPerRow: Int(result.bytes_per_row))
+        }
+        let pixels = result.takePixels()
         let upright = orientation.swapsDimensions ? stored.transposed : stored
         // The target is for the upright image: the stored pixels are resized to its stored equivalent.
         let resized = options.targetSize.map { _ in

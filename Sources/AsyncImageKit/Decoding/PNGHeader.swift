@@ -1,7 +1,8 @@
 import Foundation
 
 /// What is read from a PNG's chunks without decompressing anything: IHDR,
-/// the presence of `iCCP` and `tRNS`, the `eXIf` block and an APNG `acTL`.
+/// `iCCP` (kept compressed), `sRGB`, `gAMA`, `cHRM`, the presence of
+/// `tRNS`, the `eXIf` block and an APNG `acTL`.
 ///
 /// A walk over the chunk headers (length, type, then a jump over the data
 /// and CRC) to `IEND` or the end of the data; a chunk whose length reaches
@@ -17,6 +18,14 @@ struct PNGHeader {
     var isInterlaced = false
     /// Whether an `iCCP` chunk was seen.
     var hasICCProfile = false
+    /// The first `iCCP` chunk's payload (name, method, compressed profile).
+    var iCCPPayload: Data?
+    /// Whether an `sRGB` chunk was seen.
+    var hasSRGBChunk = false
+    /// The first `gAMA` chunk's value (gamma x 100000), if 4 bytes long.
+    var gammaValue: UInt32?
+    /// The first `cHRM` chunk's eight values (x 100000), if 32 bytes long.
+    var chromaticityValues: [UInt32]?
     /// Whether a `tRNS` chunk was seen.
     var hasTransparencyChunk = false
     /// The first readable `eXIf` chunk.
@@ -59,7 +68,16 @@ struct PNGHeader {
                 colorTypeCode = payload.bytes[9]
                 isInterlaced = payload.bytes[12] == 1
             case 0x6943_4350:  // iCCP
+                if !hasICCProfile { iCCPPayload = Data(payload.bytes) }
                 hasICCProfile = true
+            case 0x7352_4742:  // sRGB
+                hasSRGBChunk = true
+            case 0x6741_4D41:  // gAMA
+                if gammaValue == nil, payload.count == 4 { gammaValue = payload.u32(0) }
+            case 0x6348_524D:  // cHRM
+                if chromaticityValues == nil, payload.count == 32 {
+                    chromaticityValues = (0..<8).compactMap { payload.u32($0 * 4) }
+                }
             case 0x7452_4E53:  // tRNS
                 hasTransparencyChunk = true
             case 0x4944_4154:  // IDAT
@@ -84,6 +102,13 @@ struct PNGHeader {
             first = false
             offset += 12 + Int(length)
         }
+    }
+
+    /// The colour information, in PNG's order of precedence (`iCCP`, `sRGB`,
+    /// then `gAMA`/`cHRM`); `nil` without any.
+    var colorSource: ColorSource? {
+        ColorSource.png(
+            iCCP: iCCPPayload, hasSRGB: hasSRGBChunk, gamma: gammaValue, chromaticities: chromaticityValues)
     }
 
     /// The colour type the IHDR names.

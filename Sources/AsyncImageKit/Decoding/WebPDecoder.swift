@@ -7,8 +7,10 @@ import Foundation
 /// blending and disposal onto the canvas).
 ///
 /// Pixels are straight RGBA (`MODE_RGBA`), decoded into a buffer from the
-/// pixel pool without a copy. An ICC profile is not applied, and an `EXIF`
-/// chunk's orientation is not applied either (``ImageFileProperties``
+/// pixel pool without a copy. An `ICCP` chunk's profile is applied with
+/// Little CMS, converting to sRGB (after libwebp's scaling), unless
+/// ``DecodingOptions/colorManagement`` says not to. An `EXIF`
+/// chunk's orientation is not applied (``ImageFileProperties``
 /// reports it): WebP has no rule that viewers turn the image, and the WebP
 /// container's canvas is the upright size.
 ///
@@ -120,6 +122,9 @@ public struct WebPDecoder: ImageDecoding {
             PixelMemory.release(buffer, count: size)
             throw failure(decoded == VP8_STATUS_OUT_OF_MEMORY ? .memory : .pixels, Self.message(decoded, "image data"))
         }
+        // After libwebp's scaling: the fewest pixels.
+        colorTransform(bytes, count: count, options: options)?.apply(
+            buffer, width: output.width, height: output.height, bytesPerRow: bytesPerRow)
         return Image(
             width: output.width, height: output.height, bytesPerRow: bytesPerRow,
             frames: [ImageFrame(pixels: PixelMemory.data(taking: buffer, count: size), duration: 0)], format: .webp,
@@ -169,6 +174,7 @@ public struct WebPDecoder: ImageDecoding {
         else { throw failure(.header, "the animation's header disagrees with its container") }
 
         let frameBytes = canvasPixels * 4
+        let transform = colorTransform(bytes, count: count, options: options)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         var previousTimestamp: Int32 = 0
@@ -180,6 +186,7 @@ public struct WebPDecoder: ImageDecoding {
             }
             let pixels = try PixelMemory.make(frameBytes) { out throws(AsyncImageError) in
                 out.update(from: canvas, count: frameBytes)
+                transform?.apply(out, width: width, height: height, bytesPerRow: width * 4)
             }
             let milliseconds = max(0, Int(timestamp) - Int(previousTimestamp))
             previousTimestamp = timestamp
@@ -202,6 +209,14 @@ public struct WebPDecoder: ImageDecoding {
             opacity: resizes ? .unmeasured : .unknown)
         guard resizes else { return image }
         return try ImageResizer.resize(image, to: natural)
+    }
+
+    /// The conversion of the `ICCP` chunk's profile to sRGB, `nil` without one.
+    private func colorTransform(_ bytes: UnsafePointer<UInt8>, count: Int, options: DecodingOptions) -> ColorTransform? {
+        guard options.colorManagement.convertsToSRGB else { return nil }
+        return ColorConversion.transform(
+            for: WebPHeader.colorSource(UnsafeRawBufferPointer(start: bytes, count: count)), layout: .rgba,
+            management: options.colorManagement)
     }
 
     /// libwebp's status code in words.

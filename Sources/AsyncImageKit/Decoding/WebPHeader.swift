@@ -18,6 +18,8 @@ struct WebPHeader {
     /// The `ANIM` loop count as stored: the number of plays, 0 = forever.
     var playCount: Int?
     var hasICCProfile = false
+    /// The `ICCP` chunk, when flagged (see ``colorSource(_:)``).
+    var colorSource: ColorSource?
     var exif: EXIFProperties?
 
     init(_ data: Data) {
@@ -45,6 +47,7 @@ struct WebPHeader {
         defer { WebPDemuxDelete(demux) }
         let flags = WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS)
         hasICCProfile = flags & ICCP_FLAG.rawValue != 0
+        if hasICCProfile { colorSource = Self.colorSource(UnsafeRawBufferPointer(start: bytes, count: count)) }
         if isAnimated {
             frameCount = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
             playCount = Int(WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT))
@@ -56,6 +59,27 @@ struct WebPHeader {
                 exif = EXIFReader.read(ByteView(bytes: UnsafeRawBufferPointer(start: start, count: chunk.chunk.size)))
             }
         }
+    }
+
+    /// The `ICCP` chunk's payload when the `VP8X` header's ICC flag is set
+    /// (the only case WebP's container allows one): a bounds-checked walk over
+    /// the RIFF chunks from the first, the flag checked before anything else,
+    /// so a file without it costs a few byte comparisons. An ICC flag without
+    /// a whole `ICCP` chunk is ``ColorSource/malformed(_:)``.
+    static func colorSource(_ bytes: UnsafeRawBufferPointer) -> ColorSource? {
+        let view = ByteView(bytes: bytes)
+        guard view.matches(0, Array(ascii: "RIFF")), view.matches(8, Array(ascii: "WEBP")),
+            view.matches(12, Array(ascii: "VP8X")), let flags = view.u8(20), flags & 0x20 != 0
+        else { return nil }
+        var offset = 12
+        while let size = view.u32(offset + 4, littleEndian: true) {
+            guard let payload = view.slice(offset + 8, Int(size)) else { break }
+            if view.matches(offset, Array(ascii: "ICCP")) {
+                return payload.count == 0 ? .malformed("an empty ICCP chunk") : .icc(Data(payload.bytes))
+            }
+            offset += 8 + Int(size) + Int(size & 1)
+        }
+        return .malformed("the VP8X header flags an ICC profile but there is no whole ICCP chunk")
     }
 
     /// The size the RIFF header declares (the bytes after its first 8), or

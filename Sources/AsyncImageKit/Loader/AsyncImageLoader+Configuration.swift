@@ -72,6 +72,14 @@ extension AsyncImageLoader {
         public var endsTransfersAtDCScans = true
         /// The decoders, picked by sniffed format (default ``ImageDecoderRegistry/default``).
         public var decoders: ImageDecoderRegistry
+        /// Whether and how tagged images are converted to sRGB, for every
+        /// request that does not say (its ``ImageRequest/colorManagement``
+        /// is nil). Default ``ColorManagement/default``: converted, relative
+        /// colorimetric; ``ColorManagement/off`` keeps the samples as
+        /// stored. Requests are cached under the colour management they were
+        /// decoded with, so loaders that share a cache never mix the two.
+        /// See <doc:ColourManagement>.
+        public var colorManagement: ColorManagement = .default
         /// The share of ``concurrentLoads`` that prefetch transfers may hold
         /// while visible requests wait (default 0.5, rounded down: one of two
         /// slots). With nothing visible waiting, prefetching may use every slot.

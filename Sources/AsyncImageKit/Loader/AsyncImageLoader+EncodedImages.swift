@@ -49,6 +49,7 @@ extension AsyncImageLoader {
     public func encodedImage(for request: ImageRequest, encoding: ImageEncoding = .automatic) async throws
         -> EncodedImage
     {
+        let request = request.resolvingColorManagement(colorManagement)
         let cache = state.withLock { $0.cache }
         let (hit, refusal) = lookUp(request, in: cache)
         let asked = ProcessInfo.processInfo.systemUptime

@@ -110,6 +110,8 @@ public final class AsyncImageLoader: Sendable {
     let diskWrites = DispatchQueue(label: "AsyncImageKit.disk-writes", qos: .utility)
     let dataLoader: any DataLoading
     let decoders: ImageDecoderRegistry
+    /// The colour management of requests that do not name their own.
+    let colorManagement: ColorManagement
     /// Whether the network can be reached (nil: the loader is never offline).
     let reachability: (any NetworkReachability)?
 
@@ -117,6 +119,7 @@ public final class AsyncImageLoader: Sendable {
     public init(configuration: Configuration) {
         dataLoader = configuration.dataLoader
         decoders = configuration.decoders
+        colorManagement = configuration.colorManagement
         reachability = configuration.reachability
         state = Locked(LoaderState(configuration))
         if let limit = configuration.pixelPoolByteLimit { PixelBufferPool.shared.byteLimit = limit }

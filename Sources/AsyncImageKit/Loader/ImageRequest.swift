@@ -5,15 +5,43 @@ import Logging
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
 /// Requests are equal when their URL, options, processors (by identifier),
-/// key, priority, headers, policies, cache class, timeout and retry policy are.
+/// key, priority, headers, policies, cache class, timeout, retry policy and
+/// colour management are.
 public struct ImageRequest: Sendable, Hashable {
     /// The image's URL (`http`, `https` or `file`).
     public let url: URL
-    /// How to decode: pixel limit, and a display size to downsample to.
-    public let options: DecodingOptions
-    /// The memory-cache key: the URL (or the request's own key) and the
-    /// display size and processors.
-    public let cacheKey: ImageCacheKey
+    /// How to decode: pixel limit, a display size to downsample to, and the
+    /// colour management (``colorManagement``, or the default until a loader
+    /// fills in its own).
+    public private(set) var options: DecodingOptions
+    /// The memory-cache key: the URL (or the request's own key), the
+    /// display size, the colour management when not the default, and the
+    /// processors.
+    public private(set) var cacheKey: ImageCacheKey
+    /// Whether and how its image's colours are converted to sRGB: `nil`
+    /// (the default) follows the loader's
+    /// ``AsyncImageLoader/Configuration/colorManagement``; a value here
+    /// replaces it (``ColorManagement/off``: the samples as stored). Setting
+    /// it updates ``options`` and ``cacheKey``: images decoded under
+    /// different colour management are cached apart. See <doc:ColourManagement>.
+    public var colorManagement: ColorManagement? {
+        didSet {
+            options.colorManagement = colorManagement ?? .default
+            let processing = ImageCacheKey.processingKey(options)
+            let chain = processors.keyPart
+            cacheKey = ImageCacheKey(url: cacheKey.url, processing: chain.isEmpty ? processing : processing + "|" + chain)
+        }
+    }
+
+    /// This request as a loader whose default is `loaderDefault` makes it:
+    /// itself when it names its own colour management or the default is
+    /// the standard one, else a copy with `loaderDefault` (and its key).
+    func resolvingColorManagement(_ loaderDefault: ColorManagement) -> ImageRequest {
+        guard colorManagement == nil, loaderDefault != options.colorManagement else { return self }
+        var copy = self
+        copy.colorManagement = loaderDefault
+        return copy
+    }
     /// What runs on the decoded image, in order (see ``ImageProcessing``).
     public let processors: [any ImageProcessing]
     /// Wants previews of a progressive JPEG while it downloads (see
@@ -181,7 +209,7 @@ extension ImageRequest {
             && lhs.priority == rhs.priority && lhs.headers == rhs.headers && lhs.cachePolicy == rhs.cachePolicy
             && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
             && lhs.wantsPreviews == rhs.wantsPreviews && lhs.cacheClass == rhs.cacheClass && lhs.timeout == rhs.timeout
-            && lhs.retryPolicy == rhs.retryPolicy
+            && lhs.retryPolicy == rhs.retryPolicy && lhs.colorManagement == rhs.colorManagement
     }
 
     /// Hashes the URL and the cache key (which names the processors).

@@ -13,6 +13,7 @@ extension AsyncImageLoader {
         isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil, encoding: ImageEncoding? = nil,
         completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
+        let request = request.resolvingColorManagement(colorManagement)
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
         let (hit, refusal) = lookUp(request, in: cache)
         let record = LoadRequest(
