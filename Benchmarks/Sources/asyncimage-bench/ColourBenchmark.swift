@@ -1,0 +1,122 @@
+import AsyncImageKit
+import Foundation
+import ImageFixtures
+
+/// `colour` (issue 31, item 4): what colour management costs.
+///
+/// - The transform: a tagged photo decoded with colour management on and
+///   off (the same decode otherwise), the difference per megapixel, against
+///   Little CMS converting the same decoded pixels from C
+///   (Benchmarks/reference-colour/colour_reference.c, compiled here with
+///   `cc -O2`): same profile, same flags (relative colorimetric, no
+///   black-point compensation, `cmsFLAGS_NOCACHE`), RGBA in place. The C
+///   program's checksum of its output must equal ours.
+/// - An untagged photo: its decode with colour management on and off. With
+///   no colour information there is no transform, so the two must match.
+func runColourBenchmark(seconds: Double, output: String, profiles: [String]) throws {
+    let folder = URL(fileURLWithPath: output).appendingPathComponent("colour")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let reference = try compileColourReference(into: folder)
+    let (width, height) = (4000, 3000)
+    let megapixels = Double(width * height) / 1e6
+    let untagged = try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: width, height: height, seed: 31))
+    let on = DecodingOptions()
+    var off = DecodingOptions()
+    off.colorManagement = .off
+    print("Photo \(width)x\(height) JPEG q90; each figure the median of runs over at least \(seconds) s; one thread.\n")
+
+    for path in profiles {
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        guard let profile = FileManager.default.contents(atPath: path) else {
+            print("\(name): not found (apt-get install libgs-common)\n")
+            continue
+        }
+        let tagged = ColourFixtures.jpeg(untagged, profile: profile)
+        let plain = try JPEGDecoder().decode(tagged, options: off)
+        let converted = try JPEGDecoder().decode(tagged, options: on)
+        let decodeOff = measure(seconds: seconds) { _ = try! JPEGDecoder().decode(tagged, options: off) }
+        let decodeOn = measure(seconds: seconds) { _ = try! JPEGDecoder().decode(tagged, options: on) }
+        let transform = max(decodeOn - decodeOff, 1e-9)
+        // The same pixels for the C program: the decode before conversion, rows packed.
+        let pixelsPath = folder.appendingPathComponent("\(name).rgba")
+        try packedRows(plain).write(to: pixelsPath)
+        let runs = max(5, Int(seconds / max(transform, 0.01)))
+        let line = try runReference(reference, [path, pixelsPath.path, "\(width)", "\(height)", "\(runs)"])
+        try? FileManager.default.removeItem(at: pixelsPath)
+        let cMegapixelsPerSecond = Double(line["median_mpx_per_s"] ?? "") ?? .nan
+        let same = line["checksum"] == String(format: "%016llx", fnv1a(packedRows(converted)))
+        print("\(name) (\(profile.count) bytes)")
+        row("  decode, colour management off", megapixels / decodeOff, String(format: "%.1f ms", decodeOff * 1000))
+        row("  decode, converted to sRGB", megapixels / decodeOn, String(format: "%.1f ms", decodeOn * 1000))
+        row("  AsyncImageKit's transform (the difference)", megapixels / transform, String(format: "%.1f ms", transform * 1000))
+        row(
+            "  Little CMS from C, same pixels (median of \(runs))", cMegapixelsPerSecond,
+            "transform made in \(line["create_ms"] ?? "?") ms; output \(same ? "identical" : "DIFFERENT")")
+        ratio("  ratio transform time AsyncImageKit / C", (transform * cMegapixelsPerSecond) / megapixels, goal: "<= 1.10")
+        print("")
+    }
+
+    let plainOff = measure(seconds: seconds) { _ = try! JPEGDecoder().decode(untagged, options: off) }
+    let plainOn = measure(seconds: seconds) { _ = try! JPEGDecoder().decode(untagged, options: on) }
+    print("Untagged photo (no colour information)")
+    row("  decode, colour management off", megapixels / plainOff, String(format: "%.1f ms", plainOff * 1000))
+    row("  decode, colour management on (the default)", megapixels / plainOn, String(format: "%.1f ms", plainOn * 1000))
+    ratio("  ratio on / off", plainOn / plainOff, goal: "1.00 within noise (no transform)")
+}
+
+/// The image's first frame, rows packed (4 bytes a pixel).
+private func packedRows(_ image: Image) -> Data {
+    let rowBytes = image.width * 4
+    let pixels = image.pixels
+    if image.bytesPerRow == rowBytes { return pixels.prefix(rowBytes * image.height) }
+    var packed = Data(capacity: rowBytes * image.height)
+    for y in 0..<image.height {
+        let start = pixels.startIndex + y * image.bytesPerRow
+        packed.append(pixels[start..<start + rowBytes])
+    }
+    return packed
+}
+
+/// FNV-1a, 64 bits, as the C program computes it.
+private func fnv1a(_ data: Data) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in data {
+        hash ^= UInt64(byte)
+        hash &*= 0x0000_0100_0000_01b3
+    }
+    return hash
+}
+
+/// Compiles the C reference (next to this package's sources) into `folder`.
+private func compileColourReference(into folder: URL) throws -> URL {
+    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../reference-colour/colour_reference.c").standardized
+    let binary = folder.appendingPathComponent("colour_reference")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "cc -O2 -o '\(binary.path)' '\(source.path)' $(pkg-config --cflags --libs lcms2)"]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "cannot compile \(source.path)"])
+    }
+    return binary
+}
+
+/// Runs the C program; its `key=value` line.
+private func runReference(_ binary: URL, _ arguments: [String]) throws -> [String: String] {
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    var fields: [String: String] = [:]
+    for pair in text.split(whereSeparator: \.isWhitespace) {
+        let parts = pair.split(separator: "=", maxSplits: 1)
+        if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+    }
+    return fields
+}
