@@ -179,11 +179,20 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// how many bytes it is given, even past the RIFF container's declared
     /// end, so only the whole body gives the whole file's properties. `nil`
     /// until then, and for what ``init(data:)`` refuses.
-    package init?(prefix: Data) {
-        self.init(prefix, requiringAllHeaders: true)
+    ///
+    /// `readsColorProfile`: false leaves ``colorProfile`` nil. Judging a
+    /// profile (whether it is sRGB, whether Little CMS can use it) builds
+    /// its transform, up to tens of milliseconds for a print profile: the
+    /// transport thread reads the rest and leaves that to another thread.
+    package init?(prefix: Data, readsColorProfile: Bool = true) {
+        self.init(prefix, requiringAllHeaders: true, readsColorProfile: readsColorProfile)
     }
 
-    private init?(_ data: Data, requiringAllHeaders: Bool) {
+    private init?(_ data: Data, requiringAllHeaders: Bool, readsColorProfile: Bool = true) {
+        func profile(_ source: ColorSource?, _ layout: ColorPixelLayout?) -> ColorProfileInfo? {
+            guard readsColorProfile else { return nil }
+            return source.map { ColorConversion.info(for: $0, layout: layout) }
+        }
         switch ImageFormat.sniff(data) {
         case .png?:
             let header = PNGHeader(data)
@@ -195,7 +204,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 hasTransparency: colorType == .rgba || colorType == .grayscaleAlpha || header.hasTransparencyChunk,
                 exif: header.exif, animatedPNGFrameCount: header.animationFrameCount,
                 animatedPNGPlayCount: header.animationPlayCount,
-                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: ColorPixelLayout(colorType)) })
+                colorProfile: profile(header.colorSource, ColorPixelLayout(colorType)))
         case .jpeg?:
             let header = JPEGHeader(data)
             guard let size = header.size, let marker = header.startOfFrameMarker, !requiringAllHeaders || header.reachedScan
@@ -207,7 +216,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 format: .jpeg, pixelSize: size, orientation: header.orientation, bitDepth: header.precision ?? 8,
                 colorType: header.colorType, hasICCProfile: header.hasICCProfile,
                 isInterlaced: coding.process == .progressive, exif: header.exif, jpeg: coding,
-                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: header.pixelLayout) })
+                colorProfile: profile(header.colorSource, header.pixelLayout))
         case .gif?:
             let header = GIFHeader(data)
             guard let size = header.size, !requiringAllHeaders || header.reachedTrailer else { return nil }
@@ -216,7 +225,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 colorType: .palette, frameCount: header.frameCount, loopCount: header.loopCount,
                 hasICCProfile: header.hasICCProfile, isInterlaced: header.firstFrameInterlaced,
                 hasTransparency: header.hasTransparency,
-                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: .rgba) })
+                colorProfile: profile(header.colorSource, .rgba))
         case .webp?:
             let header = WebPHeader(data)
             guard let size = header.size, !requiringAllHeaders else { return nil }
@@ -227,7 +236,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 loopCount: header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)),
                 hasICCProfile: header.hasICCProfile, hasTransparency: header.hasAlpha, exif: header.exif,
                 webPCompression: header.compression, animatedWebPPlayCount: header.playCount,
-                colorProfile: header.colorSource.map { ColorConversion.info(for: $0, layout: .rgba) })
+                colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil
         }

@@ -174,6 +174,20 @@ final class ColourManagementTests: XCTestCase {
         XCTAssertEqual(ImageFileProperties(data: split)?.colorProfile?.byteCount, profile.count)
     }
 
+    /// The loader's header probe on the transport thread reads a prefix
+    /// without judging its profile (that builds a transform); the same
+    /// prefix read again, off that thread, has it.
+    func testTheTransportThreadsProbeLeavesTheProfileForLater() throws {
+        let jpeg = ColourFixtures.jpeg(try JPEGEncoder(quality: 95).encode(chart), profile: try p3())
+        let fast = try XCTUnwrap(ImageFileProperties(prefix: jpeg, readsColorProfile: false))
+        let full = try XCTUnwrap(ImageFileProperties(prefix: jpeg))
+        XCTAssertNil(fast.colorProfile)
+        XCTAssertEqual(full.colorProfile?.description, "Display P3")
+        XCTAssertEqual(full.colorProfile?.isSRGB, false)
+        XCTAssertEqual(fast.pixelSize, full.pixelSize)
+        XCTAssertEqual(fast.jpeg, full.jpeg)
+    }
+
     /// A grey profile with a 1.8 curve: grey level v shows as the sRGB grey
     /// of the same luminance, (v/255)^1.8.
     func testGreyProfile() throws {

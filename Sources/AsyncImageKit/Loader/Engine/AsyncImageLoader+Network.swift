@@ -120,9 +120,13 @@ extension AsyncImageLoader {
                     // Not an image format at all: nothing to probe or watch.
                     if start.count >= 16, ImageFormat.sniff(start) == nil { return false }
                     // Only once they are the whole file's (a JPEG's at its first scan).
-                    if let properties = ImageFileProperties(prefix: start) {
+                    // Read again off this thread with the colour profile judged
+                    // (see `ImageFileProperties(prefix:readsColorProfile:)`).
+                    if let properties = ImageFileProperties(prefix: start, readsColorProfile: false) {
                         probed.withLock { $0 = true }
-                        self.timerQueue.async { self.propertiesKnown(job, properties) }
+                        self.timerQueue.async {
+                            self.propertiesKnown(job, ImageFileProperties(prefix: start) ?? properties)
+                        }
                         // Scans only for a progressive JPEG.
                         guard let coding = properties.jpeg, coding.process == .progressive else { return false }
                     } else {
