@@ -38,10 +38,17 @@ public final class SystemNetworkReachability: NetworkReachability {
     public static let shared = SystemNetworkReachability()
 
     /// Its handlers and its thread.
-    let watcher = Watcher()
+    let watcher: Watcher
+
+    /// An instance whose watcher reads the routes with `readRoutes` (tests).
+    init(readRoutes: @escaping @Sendable () -> Set<RouteTable.Route>?) {
+        watcher = Watcher(readRoutes: readRoutes)
+    }
 
     /// An instance with a watcher of its own (stopped when it is released).
-    public init() {}
+    public init() {
+        watcher = Watcher(readRoutes: { SystemNetworkReachability.readRoutes() })
+    }
 
     deinit { watcher.stop() }
 
@@ -63,12 +70,17 @@ public final class SystemNetworkReachability: NetworkReachability {
         let ipv6 = try? String(contentsOfFile: "/proc/net/ipv6_route", encoding: .utf8)
         let probe = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { if probe >= 0 { close(probe) } }
-        var known: [String: RouteTable.InterfaceFlags?] = [:]
+        var known: [String: RouteTable.Interface] = [:]
         return RouteTable.routesBeyondLoopback(ipv4: ipv4, ipv6: ipv6) { name in
-            if let flags = known[name] { return flags }
-            let flags = probe >= 0 ? interfaceFlags(name, socket: probe) : nil
-            known[name] = flags
-            return flags
+            if let interface = known[name] { return interface }
+            let interface: RouteTable.Interface
+            if probe < 0 {
+                interface = .unknown
+            } else {
+                interface = interfaceFlags(name, socket: probe).map { .flags($0) } ?? .unreadable
+            }
+            known[name] = interface
+            return interface
         }
     }
 
@@ -99,6 +111,12 @@ public final class SystemNetworkReachability: NetworkReachability {
         }
 
         private let state = Locked(State())
+        /// The routes beyond loopback now (``SystemNetworkReachability/readRoutes()``).
+        private let readRoutes: @Sendable () -> Set<RouteTable.Route>?
+
+        init(readRoutes: @escaping @Sendable () -> Set<RouteTable.Route>?) {
+            self.readRoutes = readRoutes
+        }
 
         /// Whether the thread runs now (tests).
         var isWatching: Bool { state.withLock { $0.watching } }
@@ -162,21 +180,26 @@ public final class SystemNetworkReachability: NetworkReachability {
                 return
             }
             let stopReader = pipeEnds[0]
-            let thread = Thread { [self] in self.watch(netlink, stopReader: stopReader) }
+            // The routes it compares with, read here, after the socket is
+            // bound (a change from now on is reported) and before the first
+            // `observe` returns: a caller that reads `isReachable` then
+            // cannot miss a change made between its read and this one.
+            let first = readRoutes()
+            let thread = Thread { [self] in self.watch(netlink, stopReader: stopReader, from: first) }
             thread.name = "AsyncImageKit.reachability"
             thread.start()
         }
 
         /// The thread: asleep in `poll()` until the kernel reports a change
         /// or ``stop()`` closes the pipe.
-        private func watch(_ netlink: Int32, stopReader: Int32) {
+        private func watch(_ netlink: Int32, stopReader: Int32, from first: Set<RouteTable.Route>?) {
             state.withLock { $0.watching = true }
             defer {
                 close(netlink)
                 close(stopReader)
                 state.withLock { $0.watching = false }
             }
-            var last = SystemNetworkReachability.readRoutes()
+            var last = first
             var descriptors = [
                 pollfd(fd: netlink, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: stopReader, events: Int16(POLLIN), revents: 0),
@@ -220,7 +243,7 @@ public final class SystemNetworkReachability: NetworkReachability {
                     if !more { break }
                     drain()
                 }
-                let now = SystemNetworkReachability.readRoutes()
+                let now = readRoutes()
                 guard now != last else { continue }
                 last = now
                 let reachable = now.map { !$0.isEmpty } ?? true
