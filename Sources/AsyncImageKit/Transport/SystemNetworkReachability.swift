@@ -12,7 +12,7 @@ import Foundation
 /// - **Reachable** when a route leads beyond this machine: up, not a
 ///   reject route, through a running interface other than loopback (it has
 ///   a carrier), to somewhere other than loopback, link-local or multicast
-///   addresses. A default route counts, and so does a narrower one (a host
+///   addresses. A blackhole route (interface `*`) leads nowhere. A default route counts, and so does a narrower one (a host
 ///   that reaches only its LAN, or a VPN's networks, is not offline). Read
 ///   from `/proc/net/route` and `/proc/net/ipv6_route` (the main table) and
 ///   the interfaces' flags (`SIOCGIFFLAGS`), in this process's network
@@ -26,12 +26,18 @@ import Foundation
 ///   is no change, then reads the routes again and calls the handlers if
 ///   the answer changed, or if it stays "reachable" through other routes
 ///   (another network: a loader that a transfer took offline tries
-///   again). Where no netlink socket can be opened (a sandbox that forbids
-///   it), nothing is watched: handlers are never called, and
-///   ``isReachable`` still answers.
+///   again). The routes each change is compared with are read by the first
+///   ``observe(_:)``, after the socket is bound and before it returns, so a
+///   caller that then reads ``isReachable`` misses no change. Where no
+///   netlink socket can be opened (a sandbox that forbids it), nothing is
+///   watched: handlers are never called, and ``isReachable`` still answers.
+///   Handlers run on that one thread, for every observer: a loader only
+///   changes its status there, and runs the rest on a queue of its own.
 /// - **A guess**: a route does not prove that a server answers (a Wi-Fi
-///   with a captive portal, a firewall). The loader corrects a wrong
-///   "reachable" from its own transfers (see ``AsyncImageLoader/networkStatus``).
+///   with a captive portal, a firewall), and no route does not prove that
+///   none exists (policy routing tables, which `/proc/net/route` does not
+///   show). The loader corrects a wrong word either way from its own
+///   transfers (see ``AsyncImageLoader/networkStatus``).
 public final class SystemNetworkReachability: NetworkReachability {
     /// The process's instance (its thread, once started, runs for the
     /// process's life).
