@@ -89,6 +89,10 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
     /// Transfers started and not yet finished or cancelled.
     public var running: [String] { lock.withLock { transfers.filter { !$0.done }.map(\.url.path) } }
 
+    /// The most transfers ever running at once (started, not yet finished or cancelled).
+    public var peakRunning: Int { lock.withLock { peak } }
+    private var peak = 0
+
     /// Makes transfers of `url` fail with `error`.
     public func fail(_ url: URL, with error: AsyncImageError) { lock.withLock { failures[url.path] = error } }
 
@@ -140,6 +144,7 @@ public final class FakeDataLoader: DataLoading, @unchecked Sendable {
             starts.append(ProcessInfo.processInfo.systemUptime)
             started.append(url.path)
             requests.append(request)
+            peak = max(peak, transfers.count { !$0.done })
             let ready = waiters.filter { $0.count <= started.count }.map(\.expectation)
             waiters.removeAll { $0.count <= started.count }
             return (!suspended, ready)

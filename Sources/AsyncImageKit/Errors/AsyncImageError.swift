@@ -81,8 +81,9 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// or the request is ``ImageCachePolicy/neverStale`` and the stored one
     /// is stale. It comes at once: no transfer, no timeout, no retry. From
     /// a ``DataLoader``: the transfer could not connect because there is no
-    /// route to the server (libcurl's "couldn't connect" with the system's
-    /// `ENETUNREACH` or `EHOSTUNREACH`); a ``DataLoading`` of one's own
+    /// route to the network (libcurl's "couldn't connect" with the system's
+    /// `ENETUNREACH`; `EHOSTUNREACH`, one host that cannot be reached, is a
+    /// ``transport(_:code:message:)`` error); a ``DataLoading`` of one's own
     /// reports such a failure the same way, and the loader goes offline on
     /// it.
     case offline(URL)

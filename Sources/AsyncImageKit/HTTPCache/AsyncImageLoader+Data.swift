@@ -104,13 +104,9 @@ struct DataExchange: Sendable {
                 let revalidation = self
                 let entry = stored.entry
                 Task.detached {
-                    let probe: UInt64?
-                    switch revalidation.loader.admitToNetwork(revalidation.request.url) {
-                    case .offline: return
-                    case .probe(let id): probe = id
-                    case .network: probe = nil
-                    }
-                    _ = try? await revalidation.validate(entry, body: stored.body, probe: probe)
+                    let admitted = revalidation.loader.admitToNetwork(revalidation.request.url)
+                    guard let ticket = NetworkTicket(admitted) else { return }
+                    _ = try? await revalidation.validate(entry, body: stored.body, ticket: ticket)
                 }
                 return served(stored.entry, stored.body, source: .cache, isStale: true)
             case .validate, .unusable:
@@ -124,16 +120,11 @@ struct DataExchange: Sendable {
         if request.cachePolicy.contains(.skipNetwork) { throw AsyncImageError.notCached(request.url) }
         // Offline: what is stored (a disconnected cache may serve it
         // stale, RFC 9111 §4.2.4), or `.offline` at once.
-        let probe: UInt64?
-        switch loader.admitToNetwork(request.url) {
-        case .offline: return try await servedOffline()
-        case .probe(let id): probe = id
-        case .network: probe = nil
-        }
+        guard let ticket = NetworkTicket(loader.admitToNetwork(request.url)) else { return try await servedOffline() }
         if let stored, case .validate = reuse {
-            return try await validate(stored.entry, body: stored.body, probe: probe)
+            return try await validate(stored.entry, body: stored.body, ticket: ticket)
         }
-        return try await fetch(conditional: [:], stored: nil, probe: probe)
+        return try await fetch(conditional: [:], stored: nil, ticket: ticket)
     }
 
     /// The loader is offline: the stored response, fresh or stale (marked
@@ -160,16 +151,17 @@ struct DataExchange: Sendable {
 
     /// Asks the server whether `entry` is still good (a conditional
     /// request): a `304` serves it refreshed, anything else replaces it.
-    private func validate(_ entry: HTTPCache.Entry, body: Data, probe: UInt64? = nil) async throws -> HTTPCacheResponse {
-        try await fetch(conditional: policy.conditionalHeaders(entry.head), stored: (entry, body), probe: probe)
+    private func validate(_ entry: HTTPCache.Entry, body: Data, ticket: NetworkTicket) async throws -> HTTPCacheResponse {
+        try await fetch(conditional: policy.conditionalHeaders(entry.head), stored: (entry, body), ticket: ticket)
     }
 
     /// The network: the request (with `conditional` headers unless it
     /// carries conditions of its own), then what its answer means for the
-    /// stored response. `probe`: the transfer is the probe of a network
-    /// the loader thinks is down (see ``AsyncImageLoader/networkStatus``).
+    /// stored response. `ticket`: its admission to the network (the probe
+    /// of a network the loader thinks is down, see
+    /// ``AsyncImageLoader/networkStatus``, and the epoch it was admitted in).
     private func fetch(
-        conditional: [String: String], stored: (entry: HTTPCache.Entry, body: Data)?, probe: UInt64? = nil
+        conditional: [String: String], stored: (entry: HTTPCache.Entry, body: Data)?, ticket: NetworkTicket
     ) async throws -> HTTPCacheResponse {
         var transferHeaders = headers
         let ownConditions = headers.keys.contains {
@@ -185,13 +177,13 @@ struct DataExchange: Sendable {
         do {
             result = try await load(transfer)
         } catch {
-            if let probe { loader.probeAbandoned(probe) }
+            if let probe = ticket.probe { loader.probeAbandoned(probe) }
             throw error
         }
         let responseTime = Date().timeIntervalSince1970
         // What the answer says of the network; offline now, a failure of
         // the network is answered as an offline request is.
-        let offline = loader.networkAnswered(request.url, result, probe: probe)
+        let offline = loader.networkAnswered(request.url, result, probe: ticket.probe, epoch: ticket.epoch)
         if offline, case .failure(let error) = result, error.isNetworkFailure { return try await servedOffline() }
 
         switch result {
@@ -210,7 +202,8 @@ struct DataExchange: Sendable {
                 else {
                     // About another representation: nothing stored matches,
                     // so the request goes again without conditions (§4.3.4).
-                    return try await fetch(conditional: [:], stored: nil)
+                    // (Admitted already: not the probe, whose answer this was.)
+                    return try await fetch(conditional: [:], stored: nil, ticket: NetworkTicket(probe: nil, epoch: ticket.epoch))
                 }
                 if writesCache { await onDisk(writing: true) { try? cache.write(refreshed, for: key) } }
                 return served(refreshed, stored.body, source: .revalidated, isStale: false)

@@ -26,6 +26,12 @@ extension AsyncImageLoader {
     ///   before the network went down: while offline, jobs take slots of a
     ///   second set of ``concurrentLoads``, and a request for a URL whose
     ///   transfer is under way gets a job of its own instead of joining it.
+    ///   ``concurrentLoads`` still caps the transfers on the network: a job
+    ///   of that set that goes there (a local URL, the probe, a job admitted
+    ///   once the loader is back online) takes a slot of the first set, or
+    ///   waits for one (the probe is answered from the disk instead).
+    /// - **No retry is waited for**: going offline ends the waits under way,
+    ///   and their requests are answered as offline ones at once.
     /// - **Transfers already in flight are not cancelled**: a brief drop
     ///   (a route that goes and comes back) should not cost them. Each ends
     ///   by itself: it completes if the network comes back in time;
@@ -37,14 +43,23 @@ extension AsyncImageLoader {
     /// Going back online:
     ///
     /// - the reachability's change notification puts the loader online
-    ///   (whatever a transfer found before);
-    /// - offline by a transfer's word, one request tries the network (the
-    ///   probe) 1 s later, then after waits that double while it keeps
-    ///   finding no route (up to 30 s): there is no timer, the next request
-    ///   after the wait is the probe, so an idle loader stays idle. Any
-    ///   answer from a server (to the probe or to a transfer from before)
-    ///   puts the loader online; so does a probe that fails in another way
-    ///   (refused, timed out), since it found a route.
+    ///   (whatever a transfer found before; and a "no route" from a
+    ///   transfer admitted before that notification no longer counts);
+    /// - offline by either word, one request tries the network (the probe)
+    ///   1 s later, then after waits that double while it keeps finding no
+    ///   route (up to 30 s). Any answer from a server (to the probe, or to a
+    ///   transfer from before) puts the loader online; offline by a
+    ///   transfer's word, so does a probe that fails in another way
+    ///   (refused, timed out), since it found a route. A server's answer to
+    ///   the probe while the reachability says "unreachable" shows that
+    ///   word wrong (routes held only in policy routing tables, a sandbox):
+    ///   the loader stays online until the reachability says something new.
+    /// - There is no timer: the next request after the wait is the probe,
+    ///   so an idle loader stays idle and never spends a transfer nobody
+    ///   asked for. A ``networkStatusUpdates()`` consumer sees it come back
+    ///   when the reachability says so, or when a request reaches a server;
+    ///   to clear an "offline" banner on an idle screen, load something
+    ///   (the visible image again) when the user asks or on a timer of your own.
     /// - Once online, a stale response served offline is revalidated by the
     ///   next request that reads it from disk, as usual (the memory cache
     ///   keeps the image meanwhile: see ``ImageCachePolicy/skipMemoryReads``).

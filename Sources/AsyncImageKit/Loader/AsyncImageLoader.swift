@@ -108,6 +108,10 @@ public final class AsyncImageLoader: Sendable {
     /// (a response's headers before its parts; see ``ImageDiskStore``), off
     /// the decoders (processed images are encoded here).
     let diskWrites = DispatchQueue(label: "AsyncImageKit.disk-writes", qos: .utility)
+    /// Where what follows from the reachability's word runs (the log line,
+    /// events, the next transfers), off the reachability's thread, which
+    /// every loader shares; serial, so changes are told in order.
+    let networkStatusQueue = DispatchQueue(label: "AsyncImageKit.network-status", qos: .userInitiated)
     let dataLoader: any DataLoading
     let decoders: ImageDecoderRegistry
     /// The colour management of requests that do not name their own.

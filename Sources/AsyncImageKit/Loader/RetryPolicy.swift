@@ -17,7 +17,8 @@ import Foundation
 /// What is retried (the rule, in one place) — a failure before the
 /// response's body began, when the server is briefly unavailable or the
 /// connection broke:
-/// - the connection refused (libcurl error 7), reset or broken while the
+/// - the connection refused or its host unreachable (libcurl error 7, as
+///   `EHOSTUNREACH` is: a firewall's `icmp-host-prohibited`), reset or broken while the
 ///   request was sent or the answer awaited (55, 56), or closed without a
 ///   byte of reply (52), before any body byte arrived;
 /// - the transfer's timeout (``AsyncImageLoader/loadingTimeout``) before

@@ -555,9 +555,11 @@ final class CurlTransfer: @unchecked Sendable {
         case CURLE_FILE_COULDNT_READ_FILE:
             return .failure(.fileNotFound(url))
         case CURLE_COULDNT_CONNECT where Self.unreachableErrors.contains(Int32(truncatingIfNeeded: systemError)):
-            // No route to the server: the network is down (or this host's
-            // part of it), not the server. A refused or timed-out connect
-            // is the server's, and stays a transport error.
+            // No route at all: the network is down (or this host's part of
+            // it), not the server. A refused or timed-out connect, or one
+            // host that cannot be reached (`EHOSTUNREACH`: a firewall's
+            // `icmp-host-prohibited` for one closed port, a host down on
+            // the LAN), is the server's, and stays a transport error.
             return .failure(.offline(url))
         case _ where Self.tlsCodes.contains(code):
             return .failure(.tls(url, code: Int(code.rawValue), message: message))
@@ -566,10 +568,13 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// The system's errors of a connect that found no route: the network
-    /// is unreachable (`ENETUNREACH`: no route at all), or the host is
-    /// (`EHOSTUNREACH`: the next hop did not answer, or a router said so).
-    static let unreachableErrors: Set<Int32> = [ENETUNREACH, EHOSTUNREACH]
+    /// The system's errors of a connect that found no route to the network:
+    /// `ENETUNREACH` only. `EHOSTUNREACH` says one host cannot be reached
+    /// (the next hop did not answer, a router or a firewall said so: a
+    /// REJECT with `icmp-host-prohibited` for one server's closed port):
+    /// that server's failure, a transport error (libcurl's 7, "couldn't
+    /// connect"), retried as a refused connection is (see ``RetryPolicy``).
+    static let unreachableErrors: Set<Int32> = [ENETUNREACH]
 
     /// libcurl's limit on one response header line (`CURL_MAX_HTTP_HEADER`), in bytes.
     static let headerLineLimit = 100 * 1024

@@ -15,8 +15,10 @@ import Foundation
 /// `https` servers' certificates are always verified, against the system's
 /// store or ``TransportConfiguration/certificateAuthorities``; a failure is
 /// ``AsyncImageError/tls(_:code:message:)``. A connection that finds no
-/// route to the server (the system's `ENETUNREACH` or `EHOSTUNREACH`) fails
-/// with ``AsyncImageError/offline(_:)``. Where a server offers HTTP/2,
+/// route to the network (the system's `ENETUNREACH`) fails with
+/// ``AsyncImageError/offline(_:)``; one to a host that cannot be reached
+/// (`EHOSTUNREACH`) with ``AsyncImageError/transport(_:code:message:)`` 7,
+/// as a refused one. Where a server offers HTTP/2,
 /// concurrent transfers to it share one connection
 /// (``TransportConfiguration/allowsHTTP2``); ``DataResponse/httpVersion`` and
 /// ``DataResponse/connection`` tell which version and connection served each.

@@ -11,7 +11,11 @@ import Foundation
 ///   (IPv6 `RTF_LOCAL`);
 /// - goes through an interface that is not the loopback one and is running
 ///   (`IFF_UP` and `IFF_RUNNING`: it has a carrier, so an unplugged cable, a
-///   Wi-Fi that lost its network or an empty bridge does not count);
+///   Wi-Fi that lost its network or an empty bridge does not count). The
+///   interface `*` (no device: an IPv4 `blackhole` route, printed with the
+///   flags of an ordinary one) leads nowhere, and so does one whose flags
+///   cannot be read (gone since the file was read); only when the flags
+///   cannot be asked at all (no socket) is an interface judged by its name;
 /// - leads to unicast addresses beyond this host and its link: not
 ///   loopback (`127.0.0.0/8`, `::1`), link-local (`169.254.0.0/16`,
 ///   `fe80::/10`: every running interface has `fe80::/64`, connected or
@@ -94,15 +98,29 @@ enum RouteTable {
         }
     }
 
+    /// What is known of an interface.
+    enum Interface: Sendable, Equatable {
+        /// Its `SIOCGIFFLAGS`.
+        case flags(InterfaceFlags)
+        /// Its flags could not be read (no such interface): it leads nowhere.
+        case unreadable
+        /// Nothing could be asked (no socket): judged by its name.
+        case unknown
+    }
+
     /// Whether `route` leads beyond this machine (the rule above);
-    /// `interface` tells an interface's flags (nil: unknown, then only the
-    /// name `lo` is taken for the loopback one).
-    static func leadsBeyondLoopback(_ route: Route, interface: (String) -> InterfaceFlags?) -> Bool {
+    /// `interface` tells what is known of an interface.
+    static func leadsBeyondLoopback(_ route: Route, interface: (String) -> Interface) -> Bool {
         guard route.flags & up != 0, route.flags & reject == 0, route.flags & local == 0 else { return false }
-        if let flags = interface(route.interface) {
+        // No device (a blackhole route), or the loopback one.
+        guard route.interface != "*" else { return false }
+        switch interface(route.interface) {
+        case .flags(let flags):
             guard flags.isUp, flags.isRunning, !flags.isLoopback else { return false }
-        } else if route.interface == "lo" {
+        case .unreadable:
             return false
+        case .unknown:
+            if route.interface == "lo" { return false }
         }
         // A route to the default (prefix 0) covers every scope; a narrower
         // one is judged by where it leads.
@@ -116,7 +134,7 @@ enum RouteTable {
     /// The routes of these texts that lead beyond this machine (nil: the
     /// file could not be read; both nil: nil, nothing is known).
     static func routesBeyondLoopback(
-        ipv4: String?, ipv6: String?, interface: (String) -> InterfaceFlags?
+        ipv4: String?, ipv6: String?, interface: (String) -> Interface
     ) -> Set<Route>? {
         guard ipv4 != nil || ipv6 != nil else { return nil }
         let routes = (ipv4.map(Self.ipv4) ?? []) + (ipv6.map(Self.ipv6) ?? [])
@@ -125,7 +143,7 @@ enum RouteTable {
 
     /// Whether the network is reachable by the routes of these texts (nil:
     /// the file could not be read; both nil: reachable).
-    static func reachesBeyondLoopback(ipv4: String?, ipv6: String?, interface: (String) -> InterfaceFlags?) -> Bool {
+    static func reachesBeyondLoopback(ipv4: String?, ipv6: String?, interface: (String) -> Interface) -> Bool {
         routesBeyondLoopback(ipv4: ipv4, ipv6: ipv6, interface: interface).map { !$0.isEmpty } ?? true
     }
 }

@@ -12,7 +12,7 @@ import Foundation
 /// - **Reachable** when a route leads beyond this machine: up, not a
 ///   reject route, through a running interface other than loopback (it has
 ///   a carrier), to somewhere other than loopback, link-local or multicast
-///   addresses. A default route counts, and so does a narrower one (a host
+///   addresses. A blackhole route (interface `*`) leads nowhere. A default route counts, and so does a narrower one (a host
 ///   that reaches only its LAN, or a VPN's networks, is not offline). Read
 ///   from `/proc/net/route` and `/proc/net/ipv6_route` (the main table) and
 ///   the interfaces' flags (`SIOCGIFFLAGS`), in this process's network
@@ -26,22 +26,35 @@ import Foundation
 ///   is no change, then reads the routes again and calls the handlers if
 ///   the answer changed, or if it stays "reachable" through other routes
 ///   (another network: a loader that a transfer took offline tries
-///   again). Where no netlink socket can be opened (a sandbox that forbids
-///   it), nothing is watched: handlers are never called, and
-///   ``isReachable`` still answers.
+///   again). The routes each change is compared with are read by the first
+///   ``observe(_:)``, after the socket is bound and before it returns, so a
+///   caller that then reads ``isReachable`` misses no change. Where no
+///   netlink socket can be opened (a sandbox that forbids it), nothing is
+///   watched: handlers are never called, and ``isReachable`` still answers.
+///   Handlers run on that one thread, for every observer: a loader only
+///   changes its status there, and runs the rest on a queue of its own.
 /// - **A guess**: a route does not prove that a server answers (a Wi-Fi
-///   with a captive portal, a firewall). The loader corrects a wrong
-///   "reachable" from its own transfers (see ``AsyncImageLoader/networkStatus``).
+///   with a captive portal, a firewall), and no route does not prove that
+///   none exists (policy routing tables, which `/proc/net/route` does not
+///   show). The loader corrects a wrong word either way from its own
+///   transfers (see ``AsyncImageLoader/networkStatus``).
 public final class SystemNetworkReachability: NetworkReachability {
     /// The process's instance (its thread, once started, runs for the
     /// process's life).
     public static let shared = SystemNetworkReachability()
 
     /// Its handlers and its thread.
-    let watcher = Watcher()
+    let watcher: Watcher
+
+    /// An instance whose watcher reads the routes with `readRoutes` (tests).
+    init(readRoutes: @escaping @Sendable () -> Set<RouteTable.Route>?) {
+        watcher = Watcher(readRoutes: readRoutes)
+    }
 
     /// An instance with a watcher of its own (stopped when it is released).
-    public init() {}
+    public init() {
+        watcher = Watcher(readRoutes: { SystemNetworkReachability.readRoutes() })
+    }
 
     deinit { watcher.stop() }
 
@@ -63,12 +76,17 @@ public final class SystemNetworkReachability: NetworkReachability {
         let ipv6 = try? String(contentsOfFile: "/proc/net/ipv6_route", encoding: .utf8)
         let probe = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { if probe >= 0 { close(probe) } }
-        var known: [String: RouteTable.InterfaceFlags?] = [:]
+        var known: [String: RouteTable.Interface] = [:]
         return RouteTable.routesBeyondLoopback(ipv4: ipv4, ipv6: ipv6) { name in
-            if let flags = known[name] { return flags }
-            let flags = probe >= 0 ? interfaceFlags(name, socket: probe) : nil
-            known[name] = flags
-            return flags
+            if let interface = known[name] { return interface }
+            let interface: RouteTable.Interface
+            if probe < 0 {
+                interface = .unknown
+            } else {
+                interface = interfaceFlags(name, socket: probe).map { .flags($0) } ?? .unreadable
+            }
+            known[name] = interface
+            return interface
         }
     }
 
@@ -99,6 +117,12 @@ public final class SystemNetworkReachability: NetworkReachability {
         }
 
         private let state = Locked(State())
+        /// The routes beyond loopback now (``SystemNetworkReachability/readRoutes()``).
+        private let readRoutes: @Sendable () -> Set<RouteTable.Route>?
+
+        init(readRoutes: @escaping @Sendable () -> Set<RouteTable.Route>?) {
+            self.readRoutes = readRoutes
+        }
 
         /// Whether the thread runs now (tests).
         var isWatching: Bool { state.withLock { $0.watching } }
@@ -162,21 +186,26 @@ public final class SystemNetworkReachability: NetworkReachability {
                 return
             }
             let stopReader = pipeEnds[0]
-            let thread = Thread { [self] in self.watch(netlink, stopReader: stopReader) }
+            // The routes it compares with, read here, after the socket is
+            // bound (a change from now on is reported) and before the first
+            // `observe` returns: a caller that reads `isReachable` then
+            // cannot miss a change made between its read and this one.
+            let first = readRoutes()
+            let thread = Thread { [self] in self.watch(netlink, stopReader: stopReader, from: first) }
             thread.name = "AsyncImageKit.reachability"
             thread.start()
         }
 
         /// The thread: asleep in `poll()` until the kernel reports a change
         /// or ``stop()`` closes the pipe.
-        private func watch(_ netlink: Int32, stopReader: Int32) {
+        private func watch(_ netlink: Int32, stopReader: Int32, from first: Set<RouteTable.Route>?) {
             state.withLock { $0.watching = true }
             defer {
                 close(netlink)
                 close(stopReader)
                 state.withLock { $0.watching = false }
             }
-            var last = SystemNetworkReachability.readRoutes()
+            var last = first
             var descriptors = [
                 pollfd(fd: netlink, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: stopReader, events: Int16(POLLIN), revents: 0),
@@ -220,7 +249,7 @@ public final class SystemNetworkReachability: NetworkReachability {
                     if !more { break }
                     drain()
                 }
-                let now = SystemNetworkReachability.readRoutes()
+                let now = readRoutes()
                 guard now != last else { continue }
                 last = now
                 let reachable = now.map { !$0.isEmpty } ?? true

@@ -153,10 +153,16 @@ final class OfflineIntegrationTests: XCTestCase {
         XCTAssertEqual(lines["reachable"], "false", text)
         XCTAssertEqual(lines["loader"], "offline (reachability)", text)
         XCTAssertEqual(lines["local"], "offline", "a local URL is tried, and fails as the transport says")
+        if lines["blackhole"] != "skipped" {
+            XCTAssertEqual(lines["blackhole"], "reachable false", "`ip route add blackhole default` leads nowhere: \(text)")
+        }
         if lines["veth"] == "skipped" {
             print("no veth pair could be made here: the netlink part was not checked")
         } else {
             XCTAssertEqual(lines["veth up"], "told true, loader online", text)
+            XCTAssertEqual(
+                lines["host unreachable"], "transport 7, loader online",
+                "EHOSTUNREACH is one host's failure, not the network's: \(text)")
             XCTAssertEqual(lines["veth down"], "told false, loader offline (reachability)", text)
         }
         XCTAssertEqual(process.terminationStatus, 0, stderr.suffix(2000).description)
@@ -194,6 +200,15 @@ final class OfflineIntegrationTests: XCTestCase {
             lines.append("local=\(error == .offline(target) ? "offline" : "\(error)")")
         }
 
+        // A blackhole default route (printed with no device, as an ordinary
+        // route) leads nowhere.
+        if Self.run("ip", "route", "add", "blackhole", "default") {
+            lines.append("blackhole=reachable \(system.isReachable)")
+            _ = Self.run("ip", "route", "del", "blackhole", "default")
+        } else {
+            lines.append("blackhole=skipped")
+        }
+
         // Netlink: a route beyond loopback comes, then loses its carrier.
         let told = Box<[Bool]>([])
         let observation = system.observe { value in told.update { $0 = ($0 ?? []) + [value] } }
@@ -207,6 +222,19 @@ final class OfflineIntegrationTests: XCTestCase {
         }
         let up = await Self.waitFor { told.value?.last == true && loader.networkStatus == .online }
         lines.append("veth up=told \(told.value?.last.map(String.init) ?? "nothing"), loader \(loader.networkStatus)\(up ? "" : " (timed out)")")
+        // One host that cannot be reached (`EHOSTUNREACH`, as a firewall's
+        // icmp-host-prohibited gives): its failure, not the network's.
+        if Self.run("ip", "route", "add", "unreachable", "10.78.0.0/24") {
+            let host = URL(string: "http://10.78.0.1:9/a.png")!
+            var outcome = "loaded?"
+            do {
+                _ = try await loader.image(for: host)
+            } catch let error as AsyncImageError {
+                if case .transport(_, let code, _) = error { outcome = "transport \(code)" } else { outcome = "\(error)" }
+            }
+            lines.append("host unreachable=\(outcome), loader \(loader.networkStatus)")
+            _ = Self.run("ip", "route", "del", "unreachable", "10.78.0.0/24")
+        }
         _ = Self.run("ip", "link", "set", "v1", "down")
         let down = await Self.waitFor { told.value?.last == false && !loader.networkStatus.isOnline }
         lines.append("veth down=told \(told.value?.last.map(String.init) ?? "nothing"), loader \(loader.networkStatus)\(down ? "" : " (timed out)")")

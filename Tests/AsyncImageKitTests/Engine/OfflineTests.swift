@@ -186,10 +186,12 @@ final class OfflineTests: XCTestCase {
         let second = await updates.next()
         let third = await updates.next()
         XCTAssertEqual([second, third], [.offline(.reachability), .online])
+        rig.loader.networkStatusQueue.sync {}  // the lines are told there
         XCTAssertEqual(
             rig.notices,
             [
-                "offline: the network is unreachable; requests are answered from the disk cache until it returns",
+                "offline: the network is unreachable; requests are answered from the disk cache until it returns, "
+                    + "and one tries the network in 1 s",
                 "online: the network is reachable",
             ])
         XCTAssertEqual(NetworkStatus.offline(.transfer).description, "offline (transfer)")
@@ -414,6 +416,291 @@ final class OfflineTests: XCTestCase {
         XCTAssertEqual(rig.loader.networkStatus, .online)
         _ = try await rig.loader.image(for: url(9))
         XCTAssertEqual(rig.transfers, ["/img/9.png", "/img/9.png"])
+    }
+
+    // MARK: The cap on transfers, offline and back
+
+    /// `http://127.0.0.1/img/N.png`: a local URL, never offline.
+    private func local(_ n: Int) -> URL { URL(string: "http://127.0.0.1/img/\(n).png")! }
+
+    /// Two transfers (7, 8) held in the only two slots of the online set,
+    /// then the network gone (by the reachability).
+    private func rigWithAFullOnlineSet() async throws -> (Rig, [Task<Image, any Error>]) {
+        let rig = Rig(concurrentLoads: 2)
+        rig.fake.isSuspended = true
+        let held = [7, 8].map { n in Task { try await rig.loader.image(for: Rig.url(n)) } }
+        await fulfillment(of: [rig.fake.starts(2, self)], timeout: 10)
+        rig.reachability.isReachable = false
+        return (rig, held)
+    }
+
+    private func waitingForNetwork(_ rig: Rig) -> Int { rig.loader.state.withLock { $0.slots.waitingForNetworkCount } }
+
+    /// Offline, jobs of local URLs take slots of the offline set but go
+    /// to the network: there they wait for a slot of the online set, which
+    /// transfers from before the drop fill; `concurrentLoads` (2) is never
+    /// exceeded at the transport.
+    func testLocalURLsOfflineWaitForASlotOfTheNetwork() async throws {
+        let (rig, held) = try await rigWithAFullOnlineSet()
+        let locals = [1, 2].map { n in
+            let url = local(n)
+            return Task { try await rig.loader.image(for: url) }
+        }
+        // At the network's door: at the transport (past the cap), or waiting for a slot.
+        XCTAssertTrue(waitUntil { rig.fake.startedPaths.count > 2 || self.waitingForNetwork(rig) == 2 })
+        XCTAssertEqual(Set(rig.fake.running), ["/img/7.png", "/img/8.png"])
+        rig.fake.finish(url(7))
+        await fulfillment(of: [rig.fake.starts(3, self)], timeout: 10)
+        XCTAssertEqual(rig.fake.running.count, 2, "7's slot went to one of them")
+        rig.fake.isSuspended = false
+        for task in held + locals { _ = try await task.value }
+        XCTAssertEqual(rig.fake.peakRunning, 2)
+        XCTAssertEqual(rig.fake.startedPaths.count, 4)
+        XCTAssertEqual(rig.loader.activity.inFlight, 0)
+    }
+
+    /// The probe, due while the online set is full of transfers from before
+    /// the drop, does not go past the cap: its request is answered from the
+    /// disk (a miss: `.offline`), and the next request may probe.
+    func testTheProbeDoesNotExceedTheCap() async throws {
+        let (rig, held) = try await rigWithAFullOnlineSet()
+        rig.clock.value = 1001  // the probe is due
+        let probe = Task { try await rig.loader.image(for: Rig.url(10)) }
+        XCTAssertTrue(waitUntil { rig.fake.startedPaths.count > 2 || rig.loader.activity.pendingRequests == 2 })
+        XCTAssertEqual(Set(rig.fake.running), ["/img/7.png", "/img/8.png"], "no third transfer")
+        rig.fake.isSuspended = false
+        await assertOffline(try await probe.value, 10)
+        XCTAssertNil(rig.loader.state.withLock { $0.network.probe }, "the probe is still to be made")
+        for task in held { _ = try await task.value }
+        XCTAssertEqual(rig.fake.peakRunning, 2)
+        // The next request probes, now that there is room.
+        _ = try await rig.loader.image(for: url(11))
+        XCTAssertEqual(rig.fake.startedPaths.last, "/img/11.png")
+        XCTAssertEqual(rig.loader.networkStatus, .online)
+    }
+
+    /// Jobs that start in the offline set (the probe due, so both plan on
+    /// the network) and reach the network just after the loader is back
+    /// online wait for slots of the online set rather than join the
+    /// transfers already there.
+    func testJobsStartedOfflineDoNotExceedTheCapOnceOnline() async throws {
+        let (rig, held) = try await rigWithAFullOnlineSet()
+        rig.clock.value = 1001
+        rig.loader.diskQueue.suspend()  // their lookups wait
+        let started = [10, 11].map { n in Task { try await rig.loader.image(for: Rig.url(n)) } }
+        XCTAssertTrue(waitUntil { rig.loader.activity.inFlight == 4 }, "two slots of each set")
+        rig.reachability.isReachable = true
+        rig.loader.networkStatusQueue.sync {}
+        rig.loader.diskQueue.resume()
+        XCTAssertTrue(waitUntil { rig.fake.startedPaths.count > 2 || self.waitingForNetwork(rig) == 2 })
+        XCTAssertEqual(Set(rig.fake.running), ["/img/7.png", "/img/8.png"])
+        rig.fake.finish(url(8))
+        await fulfillment(of: [rig.fake.starts(3, self)], timeout: 10)
+        XCTAssertEqual(rig.fake.running.count, 2)
+        rig.fake.isSuspended = false
+        for task in held + started { _ = try await task.value }
+        XCTAssertEqual(rig.fake.peakRunning, 2)
+        XCTAssertEqual(rig.loader.networkStatus, .online)
+    }
+
+    /// Going offline ends the waits for a slot of the network: such a job
+    /// (not local) is answered from the disk at once.
+    func testGoingOfflineAnswersJobsWaitingForTheNetwork() async throws {
+        let (rig, held) = try await rigWithAFullOnlineSet()
+        rig.clock.value = 1001
+        rig.loader.diskQueue.suspend()
+        let waiting = Task { try await rig.loader.image(for: Rig.url(10)) }
+        XCTAssertTrue(waitUntil { rig.loader.activity.inFlight == 3 })
+        rig.reachability.isReachable = true
+        rig.loader.diskQueue.resume()
+        XCTAssertTrue(waitUntil { rig.fake.startedPaths.count > 2 || self.waitingForNetwork(rig) == 1 })
+        rig.reachability.isReachable = false
+        rig.fake.isSuspended = false  // (a transfer of it, past the cap, would not hang the test)
+        await assertOffline(try await waiting.value, 10)
+        for task in held { _ = try await task.value }
+        XCTAssertEqual(rig.fake.startedPaths.count, 2)
+    }
+
+    // MARK: Words from before
+
+    /// A transfer admitted before the reachability's last word that then
+    /// finds no route ran on routes that are gone: the loader, online
+    /// again, stays online (its own request fails as it failed).
+    func testANoRouteFromBeforeTheNetworkCameBackIsIgnored() async throws {
+        let rig = Rig()
+        rig.fake.isSuspended = true
+        rig.fake.script(url(9), [.failure(.offline(url(9)))])
+        let old = Task { try await rig.loader.image(for: Rig.url(9)) }
+        await fulfillment(of: [rig.fake.starts(1, self)], timeout: 10)
+        rig.reachability.isReachable = false
+        rig.reachability.isReachable = true
+        rig.fake.finish(url(9))
+        await assertOffline(try await old.value, 9)
+        XCTAssertEqual(rig.loader.networkStatus, .online)
+
+        // The same for the probe of a loader a transfer took offline.
+        let other = Rig()
+        other.fake.script(url(9), [.failure(.offline(url(9)))])
+        await assertOffline(try await other.loader.image(for: url(9)), 9)
+        XCTAssertEqual(other.loader.networkStatus, .offline(.transfer))
+        other.clock.value = 1001
+        other.fake.isSuspended = true
+        other.fake.script(url(6), [.failure(.offline(url(6)))])
+        let probe = Task { try await other.loader.image(for: Rig.url(6)) }
+        await fulfillment(of: [other.fake.starts(2, self)], timeout: 10)
+        other.reachability.isReachable = true  // another network: online
+        XCTAssertEqual(other.loader.networkStatus, .online)
+        other.fake.finish(url(6))
+        await assertOffline(try await probe.value, 6)
+        XCTAssertEqual(other.loader.networkStatus, .online, "the old probe's answer does not count")
+        // A transfer admitted now that finds no route still does.
+        other.fake.isSuspended = false
+        other.fake.script(url(5), [.failure(.offline(url(5)))])
+        await assertOffline(try await other.loader.image(for: url(5)), 5)
+        XCTAssertEqual(other.loader.networkStatus, .offline(.transfer))
+    }
+
+    // MARK: A wrong word from the system
+
+    /// Offline by the reachability's word, a probe still goes 1 s later
+    /// (then 2 s, doubling while it finds no route): a server's answer
+    /// shows the word wrong (routes in policy routing tables, a sandbox)
+    /// and puts the loader online, until the reachability says something new.
+    func testAProbeCorrectsAWrongUnreachableFromTheSystem() async throws {
+        let rig = Rig()
+        try await rig.store([1])
+        rig.reachability.isReachable = false
+        XCTAssertEqual(rig.loader.networkStatus, .offline(.reachability))
+        rig.clock.value = 1000.9
+        let early = try await rig.loader.response(for: ImageRequest(url: url(1)))
+        XCTAssertTrue(early.isStale, "too early: from disk")
+        XCTAssertEqual(rig.transfers.count, 1)
+
+        // The probe: no route. Answered from the disk; the wait doubles.
+        rig.clock.value = 1001
+        rig.fake.script(url(1), [.failure(.offline(url(1)))])
+        let served = try await rig.loader.response(for: ImageRequest(url: url(1)))
+        XCTAssertTrue(served.isStale)
+        XCTAssertEqual(rig.transfers.count, 2)
+        XCTAssertEqual(rig.loader.networkStatus, .offline(.reachability))
+        rig.clock.value = 1002.9
+        await assertOffline(try await rig.loader.image(for: url(8)), 8)
+        XCTAssertEqual(rig.transfers.count, 2, "2 s now")
+
+        // A refused connection is no server's answer: the wait doubles again.
+        rig.clock.value = 1003
+        rig.fake.script(url(8), [.failure(.transport(url(8), code: 7, message: "Couldn't connect to server"))])
+        await XCTAssertThrowsErrorAsync(try await rig.loader.image(for: url(8)))
+        XCTAssertEqual(rig.transfers.count, 3)
+        XCTAssertEqual(rig.loader.networkStatus, .offline(.reachability))
+
+        // The server answers: online.
+        rig.clock.value = 1007
+        let revalidated = try await rig.loader.response(for: ImageRequest(url: url(1)))
+        XCTAssertFalse(revalidated.isStale)
+        XCTAssertEqual(revalidated.http?.isRevalidated, true)
+        XCTAssertEqual(rig.loader.networkStatus, .online)
+        XCTAssertEqual(rig.notices.last, "online: a transfer reached the network")
+        _ = try await rig.loader.image(for: url(9))
+        XCTAssertEqual(rig.transfers.last, "/img/9.png")
+        // The same word again changes nothing; a new one counts.
+        rig.reachability.isReachable = false
+        XCTAssertEqual(rig.loader.networkStatus, .online)
+        rig.reachability.isReachable = true
+        rig.reachability.isReachable = false
+        XCTAssertEqual(rig.loader.networkStatus, .offline(.reachability))
+    }
+
+    // MARK: Retries
+
+    /// Going offline during the wait for a retry ends it: the request is
+    /// answered at once, as an offline one (nothing stored: `.offline`).
+    func testGoingOfflineEndsTheWaitForARetry() async throws {
+        let rig = Rig {
+            $0.retryPolicy = RetryPolicy(maxRetries: 2, baseDelay: .seconds(3600), maxDelay: .seconds(3600), jitter: .none)
+        }
+        let refused = AsyncImageError.transport(url(9), code: 7, message: "Couldn't connect to server")
+        rig.fake.script(url(9), [.failure(refused)])
+        let events = EventLog(rig.loader)
+        let answered = expectation(description: "answered")
+        let outcome = Box<AsyncImageError>(nil)
+        let task = Task {
+            do { _ = try await rig.loader.image(for: Rig.url(9)) } catch { outcome.value = error as? AsyncImageError }
+            answered.fulfill()
+        }
+        XCTAssertTrue(waitUntil { events.all.contains { if case .retrying = $0.kind { true } else { false } } })
+        rig.reachability.isReachable = false
+        await fulfillment(of: [answered], timeout: 10)  // not an hour
+        task.cancel()
+        XCTAssertEqual(outcome.value, .offline(url(9)))
+        XCTAssertEqual(rig.transfers, ["/img/9.png"], "no retry")
+        XCTAssertEqual(rig.loader.activity.inFlight, 0)
+    }
+
+    // MARK: The reachability's thread
+
+    /// The reachability's handler changes the status at once, and leaves
+    /// what follows (the log line, the next transfers) to the loader's own
+    /// queue: a logger that hangs holds up neither the reachability's
+    /// thread nor another loader.
+    func testTheReachabilitysThreadRunsNoUserCode() async throws {
+        let gate = DispatchSemaphore(value: 0)
+        let blocking = LogRecorder(level: .info)
+        blocking.onLog = { message in if message.text.hasPrefix("offline:") { gate.wait() } }
+        let rig = Rig { $0.logger = blocking.logger }
+        let other = AsyncImageLoader(
+            configuration: {
+                var configuration = AsyncImageLoader.Configuration(
+                    cache: nil, deliveryQueue: DispatchQueue(label: "other"), notificationCenter: nil,
+                    dataLoader: FakeDataLoader())
+                configuration.reachability = rig.reachability
+                return configuration
+            }())
+        let returned = expectation(description: "the reachability's setter returned")
+        Thread {
+            rig.reachability.isReachable = false
+            returned.fulfill()
+        }.start()
+        await fulfillment(of: [returned], timeout: 10)
+        XCTAssertEqual(rig.loader.networkStatus, .offline(.reachability))
+        XCTAssertEqual(other.networkStatus, .offline(.reachability))
+        gate.signal()
+        rig.loader.networkStatusQueue.sync {}
+        XCTAssertEqual(blocking.messages.filter { $0.level == .notice }.count, 1)
+    }
+
+    /// A word the handler brings while `init` reads the reachability is
+    /// newer than that read, which is then not used.
+    func testAWordFromTheHandlerDuringInitIsNotOverwritten() {
+        let reachability = HandlerDuringRead()
+        var configuration = AsyncImageLoader.Configuration(
+            cache: nil, deliveryQueue: DispatchQueue(label: "d"), notificationCenter: nil, dataLoader: FakeDataLoader())
+        configuration.reachability = reachability
+        let loader = AsyncImageLoader(configuration: configuration)
+        XCTAssertEqual(reachability.reads, 1)
+        XCTAssertEqual(loader.networkStatus, .online, "the handler's `true`, not the read's older `false`")
+    }
+
+    /// A reachability whose first read answers `false`, the value it had,
+    /// while its handler is told the newer `true` (a change during the read).
+    private final class HandlerDuringRead: NetworkReachability, @unchecked Sendable {
+        private let lock = NSLock()
+        private var handler: (@Sendable (Bool) -> Void)?
+        private(set) var reads = 0
+
+        var isReachable: Bool {
+            let handler = lock.withLock { () -> (@Sendable (Bool) -> Void)? in
+                reads += 1
+                return self.handler
+            }
+            handler?(true)
+            return false
+        }
+
+        func observe(_ handler: @escaping @Sendable (Bool) -> Void) -> ReachabilityObservation {
+            lock.withLock { self.handler = handler }
+            return ReachabilityObservation { [weak self] in self?.lock.withLock { self?.handler = nil } }
+        }
     }
 
     // MARK: The data-level API

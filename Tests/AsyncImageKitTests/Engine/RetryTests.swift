@@ -165,6 +165,42 @@ final class RetryTests: XCTestCase {
         XCTAssertEqual(h.loader.activity.inFlight, 0)
     }
 
+    /// A `Retry-After` date far ahead (year 9999), allowed by a huge
+    /// `maxRetryAfter`, is a wait the timer can hold (at most about 31
+    /// years), not a trap converting it to nanoseconds: a request with a
+    /// deadline fails at once with the 503, one without waits (until cancelled).
+    func testAFarFutureRetryAfterDoesNotTrap() async throws {
+        let logs = LogRecorder(level: .info)
+        let h = FakeHarness(concurrentLoads: 2) {
+            $0.retryPolicy = RetryPolicy(maxRetries: 2, maxRetryAfter: .seconds(Int64.max))
+            $0.logger = logs.logger
+        }
+        let events = EventLog(h.loader)
+        let farAhead = ["retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"]
+        let busy = AsyncImageError.httpStatus(h.url(1), code: 503, headers: farAhead)
+        h.transport.script(h.url(1), [.failure(busy)])
+        h.transport.isSuspended = false
+        var withDeadline = ImageRequest(url: h.url(1))
+        withDeadline.timeout = .seconds(30)
+        await XCTAssertThrowsErrorAsync(try await h.loader.image(for: withDeadline)) {
+            XCTAssertEqual($0 as? AsyncImageError, busy, "its deadline passes first")
+        }
+        XCTAssertEqual(AsyncImageLoader.waitable(1e300), AsyncImageLoader.longestRetryWait)
+        XCTAssertEqual(AsyncImageLoader.waitable(.infinity), AsyncImageLoader.longestRetryWait)
+        XCTAssertEqual(AsyncImageLoader.waitable(.nan), 0)
+        XCTAssertEqual(AsyncImageLoader.waitable(-1), 0)
+
+        let busy2 = AsyncImageError.httpStatus(h.url(2), code: 503, headers: farAhead)
+        h.transport.script(h.url(2), [.failure(busy2)])
+        let retrying = events.expectation(self) { if case .retrying = $0.kind { true } else { false } }
+        let task = h.loader.loadImage(h.url(2))
+        await fulfillment(of: [retrying], timeout: 10)
+        XCTAssertEqual(events.retries(of: events.ids.last!).map(\.delay), [AsyncImageLoader.longestRetryWait])
+        XCTAssertEqual(h.transport.startedPaths, ["/img/1.png", "/img/2.png"])
+        task.cancel()
+        XCTAssertTrue(waitUntil { h.loader.activity.pendingRequests == 0 && h.loader.activity.inFlight == 0 })
+    }
+
     /// Past its retries the request fails with the last try's error, once.
     func testTheLastTrysFailureIsDeliveredOnceTheRetriesAreSpent() async {
         let logs = LogRecorder(level: .info)

@@ -37,8 +37,13 @@ final class RouteTableTests: XCTestCase {
     private static let running = RouteTable.InterfaceFlags(isUp: true, isRunning: true, isLoopback: false)
     private static let loopback = RouteTable.InterfaceFlags(isUp: true, isRunning: true, isLoopback: true)
 
+    /// With no interfaces given, none can be asked (no socket): judged by
+    /// name; else one not given cannot be read (no such interface).
     private func reaches(_ ipv4: String?, _ ipv6: String?, _ interfaces: [String: RouteTable.InterfaceFlags] = [:]) -> Bool {
-        RouteTable.reachesBeyondLoopback(ipv4: ipv4, ipv6: ipv6) { interfaces[$0] }
+        RouteTable.reachesBeyondLoopback(ipv4: ipv4, ipv6: ipv6) { name in
+            guard !interfaces.isEmpty else { return .unknown }
+            return interfaces[name].map { .flags($0) } ?? .unreadable
+        }
     }
 
     func testTheFilesAreRead() {
@@ -95,8 +100,10 @@ final class RouteTableTests: XCTestCase {
         }
         let linkLocal = ipv4([("wlan0", "0000FEA9", "0001", "0000FFFF"), ("wlan0", "000000E0", "0001", "000000F0")])
         XCTAssertFalse(reaches(linkLocal, nil, interfaces), "169.254/16 and 224/4 only")
-        let rejected = ipv4([("wlan0", "00000000", "0201", "00000000")])
-        XCTAssertFalse(reaches(rejected, nil, interfaces), "an unreachable default")
+        // As the kernel prints them (`ip route add unreachable|prohibit ...`):
+        // no device, RTF_REJECT.
+        let rejected = ipv4([("*", "00000000", "0201", "00000000"), ("*", "0000010A", "0201", "0000FFFF")])
+        XCTAssertFalse(reaches(rejected, nil, interfaces), "an unreachable default, a prohibited 10.1/16")
         let notUp = ipv4([("wlan0", "00000000", "0002", "00000000")])
         XCTAssertFalse(reaches(notUp, nil, interfaces), "not RTF_UP")
         let vpn = ipv4([("tun0", "0000000A", "0001", "000000FF")])
@@ -109,6 +116,27 @@ final class RouteTableTests: XCTestCase {
         XCTAssertTrue(reaches(Self.header, global, interfaces))
     }
 
+    /// `ip route add blackhole default`: printed with no device (`*`) and
+    /// only RTF_UP (0001), as an ordinary route (checked on Linux 6.x in
+    /// `unshare -rn`; IPv6 prints it on `lo` with RTF_REJECT). It leads
+    /// nowhere, interfaces known or not; so does a route through an
+    /// interface whose flags cannot be read, unless none can be (no socket).
+    func testBlackholeRoutesAndUnreadableInterfacesLeadNowhere() {
+        let blackhole =
+            Self.header
+            + "*\t00000000\t00000000\t0001\t0\t0\t0\t00000000\t0\t0\t0                                                                                  \n"
+        let routes = RouteTable.ipv4(blackhole)
+        XCTAssertEqual(routes, [.init(interface: "*", destination: IPAddress("0.0.0.0")!, prefixLength: 0, flags: 1)])
+        XCTAssertFalse(reaches(blackhole, Self.namespaceIPv6, ["lo": Self.loopback]))
+        XCTAssertFalse(reaches(blackhole, nil), "no socket: still nowhere")
+        let ipv6Blackhole =
+            "00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 00000400 00000001 00000000 00200200       lo\n"
+        XCTAssertFalse(reaches(Self.header, ipv6Blackhole, ["lo": Self.loopback]))
+        // eth0 gone since the file was read: its flags cannot be read.
+        XCTAssertFalse(reaches(Self.containerIPv4, nil, ["lo": Self.loopback]))
+        XCTAssertTrue(reaches(Self.containerIPv4, nil), "no socket: judged by its name")
+    }
+
     /// Neither file readable: reachable (a wrong "reachable" costs one
     /// transfer; a wrong "unreachable", every request).
     func testUnreadableFilesMeanReachable() {
@@ -119,10 +147,34 @@ final class RouteTableTests: XCTestCase {
     /// The routes that count are the ones returned (what the watcher
     /// compares: another network while reachable is news too).
     func testTheRoutesThatCountAreReturned() {
-        let routes = RouteTable.routesBeyondLoopback(ipv4: Self.containerIPv4, ipv6: Self.containerIPv6) { _ in Self.running }
+        let routes = RouteTable.routesBeyondLoopback(ipv4: Self.containerIPv4, ipv6: Self.containerIPv6) { _ in
+            .flags(Self.running)
+        }
         XCTAssertEqual(
             routes?.map { "\($0.interface) \($0.destination)/\($0.prefixLength)" }.sorted(),
             ["eth0 0.0.0.0/0", "eth0 192.0.2.0/24", "eth0 ::/0", "eth0 fd00::/64"])
-        XCTAssertNil(RouteTable.routesBeyondLoopback(ipv4: nil, ipv6: nil) { _ in nil })
+        XCTAssertNil(RouteTable.routesBeyondLoopback(ipv4: nil, ipv6: nil) { _ in .unknown })
+    }
+
+    /// The watcher's first routes, what it compares each change with, are
+    /// read by the first `observe`, after its netlink socket is bound and
+    /// before it returns (not later, on its thread): a loader that reads
+    /// `isReachable` after registering cannot miss a change in between.
+    func testTheWatchersFirstRoutesAreReadBeforeObserveReturns() throws {
+        let caller = pthread_self()
+        let reads = Locked<[Bool]>([])  // each read: on the observing thread?
+        let reachability = SystemNetworkReachability {
+            reads.withLock { $0.append(pthread_equal(pthread_self(), caller) != 0) }
+            return nil
+        }
+        let observation = reachability.observe { _ in }
+        defer { observation.cancel() }
+        let onTheCaller = reads.withLock { $0.first }
+        if onTheCaller == nil {
+            // Read later on the thread, or never: no netlink socket here.
+            _ = waitUntil(upTo: 2) { !reads.withLock { $0.isEmpty } }
+            guard !reads.withLock({ $0.isEmpty }) else { throw XCTSkip("no netlink socket here") }
+        }
+        XCTAssertEqual(reads.withLock { $0 }, [true])
     }
 }

@@ -69,7 +69,10 @@ extension AsyncImageLoader {
     /// went offline since the lookup, or a retry's wait): then what the
     /// disk holds, or ``AsyncImageError/offline(_:)``.
     private func fetch(_ transfer: TransferContext, stale: StoredResponse?, partial: StoredPartial?) {
-        if admitToNetwork(transfer) == .offline { return answerOffline(transfer, afterTransfer: false) }
+        let admission = admitToNetwork(transfer) { [weak self] in self?.fetch(transfer, stale: stale, partial: partial) }
+        // Waiting for a slot of the network: started again then.
+        guard let admission else { return }
+        if admission == .offline { return answerOffline(transfer, afterTransfer: false) }
         var request = transfer.request
         if let stale { request.headers.merge(transfer.policy.conditionalHeaders(stale.entry.head)) { $1 } }
         if let partial {

@@ -12,26 +12,38 @@ import Logging
 /// through `reachabilityChanged`.
 extension AsyncImageLoader {
     /// From `init`: registers for the reachability's changes, then reads
-    /// its word (in that order, so a change between the two is not missed).
+    /// its word (in that order, so a change between the two is not missed;
+    /// and a word the handler brought meanwhile is newer than this read,
+    /// which then goes unused).
     func watchReachability() {
         guard let reachability else { return }
         let observation = reachability.observe { [weak self] reachable in self?.reachabilityChanged(reachable) }
         let reachable = reachability.isReachable
         mutate { state, effects in
             state.reachabilityObservation = observation
+            guard !state.reachabilityHeard else { return }
             let before = state.network.status
-            state.network.reachabilityChanged(reachable)
+            state.network.reachabilityChanged(reachable, now: state.networkClock())
             self.networkStatusChanged(from: before, url: nil, &state, &effects)
         }
     }
 
-    /// The reachability's handler (any thread).
+    /// The reachability's handler (any thread: `SystemNetworkReachability.shared`'s
+    /// one thread, which every loader shares). The status changes here,
+    /// under the lock; what follows from it (the log line, events, the
+    /// next transfers: user code) runs on the loader's own
+    /// `networkStatusQueue`, so a slow logger or event monitor of one
+    /// loader never holds up the word to the others.
     func reachabilityChanged(_ reachable: Bool) {
-        mutate { state, effects in
+        var effects = Effects()
+        state.withLock { state in
+            state.reachabilityHeard = true
             let before = state.network.status
-            state.network.reachabilityChanged(reachable)
+            state.network.reachabilityChanged(reachable, now: state.networkClock())
             self.networkStatusChanged(from: before, url: nil, &state, &effects)
         }
+        let handed = HandedEffects(effects)
+        networkStatusQueue.async { handed.run() }
     }
 
     /// Under the lock, after anything that may change the status: the
@@ -50,6 +62,22 @@ extension AsyncImageLoader {
             for job in state.slots.holders where !NetworkState.isLocal(job.url) && job.probe == nil {
                 if case .loading = job.phase, !job.readsDisk { state.jobs.forget(job) }
             }
+            // No wait for the network while it is down: jobs waiting for a
+            // slot of it, or for a retry, are answered now (from the disk,
+            // or `.offline`), as offline requests are.
+            for resume in state.slots.stopWaitingForNetwork(where: { !NetworkState.isLocal($0.url) }) {
+                effects.append(resume)
+            }
+            for job in state.slots.holders where !NetworkState.isLocal(job.url) {
+                guard let timer = job.retryTimer, let waiting = job.retryContext else { continue }
+                (job.retryTimer, job.retryContext) = (nil, nil)
+                let (logger, metadata) = (state.logger, job.logMetadata)
+                effects.append {
+                    timer.cancel()
+                    logger.info("offline: not waiting for the retry", metadata: metadata)
+                    self.answerOffline(waiting, afterTransfer: true)
+                }
+            }
         }
         let logger = state.logger
         var metadata: Logger.Metadata = ["network": "\(now)"]
@@ -61,7 +89,10 @@ extension AsyncImageLoader {
                 url == nil
                 ? "online: the network is reachable" : "online: a transfer reached the network"
         case .offline(.reachability):
-            line = "offline: the network is unreachable; requests are answered from the disk cache until it returns"
+            let wait = Int((state.network.nextProbe - state.networkClock()).rounded(.up))
+            line =
+                "offline: the network is unreachable; requests are answered from the disk cache until it returns, "
+                + "and one tries the network in \(max(0, wait)) s"
         case .offline(.transfer):
             let wait = Int((state.network.nextProbe - state.networkClock()).rounded(.up))
             line =
@@ -75,13 +106,31 @@ extension AsyncImageLoader {
     }
 
     /// Before `transfer` goes to the network (after the lock): go, go as
-    /// the probe, or stay off it.
-    func admitToNetwork(_ transfer: TransferContext) -> NetworkState.Admission {
+    /// the probe, or stay off it; nil when it waits for a slot of the
+    /// online set (its job holds one of the offline set, and every online
+    /// one is taken: see ``TransferSlots``), which `resume` then starts
+    /// (its admission asked again).
+    func admitToNetwork(
+        _ transfer: TransferContext, resume: @escaping @Sendable () -> Void
+    ) -> NetworkState.Admission? {
         let job = transfer.job
-        return mutate { state, effects in
+        return mutate { state, effects -> NetworkState.Admission? in
             // Not this transfer's job any more: it goes no further anyway.
             guard case .loading(let current) = job.phase, current === transfer.handle else { return .network }
-            let admission = state.network.admit(job.url, now: state.networkClock())
+            let now = state.networkClock()
+            // On the network, a job holds a slot of the online set:
+            // `concurrentLoads` transfers at most, whichever set it started in.
+            if !state.network.isOffline(for: job.url, now: now), !state.slots.chargeToNetwork(job) {
+                // The probe does not wait behind transfers that may hang:
+                // answered from the disk; a later request probes.
+                if state.network.needsProbe(job.url) { return .offline }
+                state.slots.waitForNetwork(job, resume: resume)
+                let (logger, metadata) = (state.logger, job.logMetadata)
+                effects.append { logger.debug("waiting for a transfer slot of the network", metadata: metadata) }
+                return nil
+            }
+            let admission = state.network.admit(job.url, now: now)
+            job.networkEpoch = state.network.epoch
             if case .probe(let id) = admission {
                 job.probe = id
                 let (logger, metadata) = (state.logger, job.logMetadata)
@@ -91,8 +140,10 @@ extension AsyncImageLoader {
         }
     }
 
-    /// Before a transfer of the data-level API goes to the network.
-    func admitToNetwork(_ url: URL) -> NetworkState.Admission {
+    /// Before a transfer of the data-level API goes to the network (it
+    /// holds no slot); with the ``NetworkState/epoch`` it is admitted in,
+    /// for ``networkAnswered(_:_:probe:epoch:_:)``.
+    func admitToNetwork(_ url: URL) -> (admission: NetworkState.Admission, epoch: UInt64) {
         mutate { state, effects in
             let admission = state.network.admit(url, now: state.networkClock())
             if case .probe = admission {
@@ -101,7 +152,7 @@ extension AsyncImageLoader {
                     logger.info("offline: trying the network again", metadata: ["url": "\(url.absoluteString)"])
                 }
             }
-            return admission
+            return (admission, state.network.epoch)
         }
     }
 
@@ -111,11 +162,11 @@ extension AsyncImageLoader {
     }
 
     /// What the network answered `url`'s transfer (`probe`: if it was the
-    /// probe) does to the status; true when the loader is offline for
-    /// `url` now. The reachability is asked (outside the lock) only about
-    /// a host name that could not be resolved.
+    /// probe; `epoch`: the one it was admitted in) does to the status; true
+    /// when the loader is offline for `url` now. The reachability is asked
+    /// (outside the lock) only about a host name that could not be resolved.
     func networkAnswered(
-        _ url: URL, _ result: Result<DataResponse, AsyncImageError>, probe: UInt64?,
+        _ url: URL, _ result: Result<DataResponse, AsyncImageError>, probe: UInt64?, epoch: UInt64,
         _ changed: (inout LoaderState) -> Void = { _ in }
     ) -> Bool {
         let reachability = self.reachability
@@ -132,7 +183,7 @@ extension AsyncImageLoader {
             let now = state.networkClock()
             if let verdict {
                 let wasProbe = probe != nil && state.network.probe == probe
-                state.network.answered(url, verdict, probe: probe, now: now)
+                state.network.answered(url, verdict, probe: probe, admittedIn: epoch, now: now)
                 if wasProbe, state.network.status == .offline(.transfer) {
                     let (logger, wait) = (state.logger, Int((state.network.nextProbe - now).rounded(.up)))
                     effects.append {
@@ -151,8 +202,8 @@ extension AsyncImageLoader {
 
     /// The image path's answer to `job`'s transfer (which is no longer the probe).
     func networkAnswered(_ job: LoadJob, _ result: Result<DataResponse, AsyncImageError>) -> Bool {
-        let probe = state.withLock { _ in job.probe }
-        return networkAnswered(job.url, result, probe: probe) { _ in
+        let (probe, epoch) = state.withLock { _ in (job.probe, job.networkEpoch) }
+        return networkAnswered(job.url, result, probe: probe, epoch: epoch) { _ in
             if job.probe == probe { job.probe = nil }
         }
     }
@@ -191,6 +242,35 @@ extension AsyncImageLoader {
         }
         lookUpStored(again, processings: processings, needsFullSize: needsFullSize)
     }
+}
+
+/// A data-level transfer's admission to the network: the probe it is, if
+/// any, and the ``NetworkState/epoch`` it was admitted in.
+struct NetworkTicket: Sendable {
+    let probe: UInt64?
+    let epoch: UInt64
+
+    init(probe: UInt64?, epoch: UInt64) { (self.probe, self.epoch) = (probe, epoch) }
+
+    /// Nil when the transfer may not go (offline).
+    init?(_ admitted: (admission: NetworkState.Admission, epoch: UInt64)) {
+        switch admitted.admission {
+        case .offline: return nil
+        case .probe(let id): probe = id
+        case .network: probe = nil
+        }
+        epoch = admitted.epoch
+    }
+}
+
+/// Effects handed to another queue (they were made under the lock, and
+/// are run once, there).
+struct HandedEffects: @unchecked Sendable {
+    let effects: Effects
+
+    init(_ effects: Effects) { self.effects = effects }
+
+    func run() { effects.run() }
 }
 
 extension AsyncImageError {

@@ -29,9 +29,12 @@ extension AsyncImageLoader {
             guard case .loading(let current) = job.phase, current === transfer.handle, !job.requests.isEmpty
             else { return false }
             let retry = job.retries + 1
-            guard let delay = policy.wait(beforeRetry: retry, after: failure, random: state.retryRandom()) else {
+            guard let asked = policy.wait(beforeRetry: retry, after: failure, random: state.retryRandom()) else {
                 return false
             }
+            // Within what a `DispatchTime` can count (a `Retry-After` date
+            // far ahead, allowed by a huge `maxRetryAfter`, is a wait forever).
+            let delay = Self.waitable(asked)
             let start = DispatchTime.now() + .nanoseconds(Int((delay * 1e9).rounded(.up)))
             // A request whose time runs out before the retry starts is not
             // kept waiting for nothing: it fails now, with this failure.
@@ -63,6 +66,7 @@ extension AsyncImageLoader {
             timer.schedule(deadline: start, leeway: .milliseconds(1))
             timer.setEventHandler { [weak self] in self?.retryDue(context, again: again) }
             job.retryTimer = timer
+            job.retryContext = context
             self.report(.retrying(attempt: retry, delay: delay), job.orderedRequests, &state, &effects, error: error)
             var lineMetadata = job.logMetadata
             lineMetadata["retry"] = "\(retry)"
@@ -89,11 +93,22 @@ extension AsyncImageLoader {
                 job.retryTimer = nil
                 effects.append { timer.cancel() }
             }
+            job.retryContext = nil
             guard case .loading(let current) = job.phase, current === transfer.handle else { return false }
             return true
         }
         // A cancel from here on finds the handle idle or starting (see `TransferHandle`).
         if proceed { again(transfer) }
+    }
+
+    /// The longest wait before a retry, in seconds (about 31 years: in
+    /// nanoseconds, far within an `Int`).
+    static let longestRetryWait = 1e9
+
+    /// `delay` (seconds) as a wait a timer can be set for: at most
+    /// ``longestRetryWait``, never negative or NaN.
+    static func waitable(_ delay: Double) -> Double {
+        delay.isNaN ? 0 : min(max(0, delay), longestRetryWait)
     }
 
     /// `seconds` in whole milliseconds, for a log line.

@@ -8,6 +8,8 @@ import Foundation
 extension AsyncImageLoader {
     /// Starts the best waiting lanes' next jobs while slots are free.
     func pump(_ state: inout LoaderState, _ effects: inout Effects) {
+        // First the jobs that started and wait for a slot of the network.
+        while let resume = state.slots.nextReadyForNetwork() { effects.append(resume) }
         while let lane = state.slots.nextLane() {
             // Its urgency, for the transport's order among transfers that
             // wait for a connection of their host (`TransferUrgency`): the
@@ -156,6 +158,7 @@ extension AsyncImageLoader {
             job.retryTimer = nil
             effects.append { timer.cancel() }
         }
+        job.retryContext = nil
         effects.keep.park(job)
         job.phase = .finished
         state.jobs.forget(job)

@@ -82,10 +82,17 @@ final class LoadJob: @unchecked Sendable {
     /// (see `NetworkState`): its answer decides, and a job that ends
     /// without one lets the next request probe.
     var probe: UInt64?
+    /// The `NetworkState.epoch` its transfer was last admitted to the
+    /// network in: a "no route" found on routes the reachability has
+    /// spoken of since says nothing.
+    var networkEpoch: UInt64 = 0
     /// Fires when the wait before its next try is over (nil when none is
     /// waited for); cancelled when the job finishes, so a wait nobody
     /// needs any more holds nothing.
     var retryTimer: DispatchSourceTimer?
+    /// The transfer that waits for ``retryTimer``: answered from the disk
+    /// at once if the loader goes offline during the wait.
+    var retryContext: TransferContext?
     /// What its transfer brought: the response's head, and when (the
     /// transfer stage's, read by the stores and delivery on the way up).
     var response = ReceivedResponse()

@@ -45,6 +45,9 @@ struct LoaderState {
     var networkClock: @Sendable () -> Double = { ProcessInfo.processInfo.systemUptime }
     /// The reachability's handler, registered while the loader lives.
     var reachabilityObservation: ReachabilityObservation?
+    /// The reachability's handler has been called (its word is newer than
+    /// the one `init` reads after registering it).
+    var reachabilityHeard = false
 
     // Delivery and bookkeeping.
     var sweepTimer: DispatchSourceTimer?

@@ -10,6 +10,14 @@
 /// must not wait behind transfers that started before the network went
 /// down and may hang until their timeout. Each job gives its slot back to
 /// the set it took it from.
+///
+/// Only the online set's slots reach the network, so `concurrentLoads`
+/// stays a hard cap on transfers in flight: a job of the offline set that
+/// is admitted to the network (a local URL, the probe, or any job once the
+/// loader is back online) is charged to the online set
+/// (``chargeToNetwork(_:)``), and when that set is full it waits for one of
+/// its slots (``waitForNetwork(_:resume:)``; the probe is answered from the
+/// disk instead).
 struct TransferSlots {
     /// The most transfers at once (at least 1).
     var concurrentLoads: Int { didSet { concurrentLoads = max(1, concurrentLoads) } }
@@ -25,6 +33,10 @@ struct TransferSlots {
     private var offlineHolders: Set<ObjectIdentifier> = []
     /// Whether jobs take slots of the offline set now (the loader is offline).
     var offline = false
+    /// Jobs of the offline set admitted to the network while the online
+    /// set was full, in the order they came, each with what starts its
+    /// transfer once it holds a slot of the online set.
+    private var waitingForNetwork: [(id: ObjectIdentifier, resume: @Sendable () -> Void)] = []
 
     init(concurrentLoads: Int, prefetchShare: Double, order: QueueOrder) {
         self.concurrentLoads = max(1, concurrentLoads)
@@ -56,8 +68,57 @@ struct TransferSlots {
     mutating func release(of job: LoadJob) {
         guard holding.removeValue(forKey: ObjectIdentifier(job)) != nil else { return }
         offlineHolders.remove(ObjectIdentifier(job))
+        waitingForNetwork.removeAll { $0.id == ObjectIdentifier(job) }
         inFlight -= 1
     }
+
+    /// Slots of the online set held (what may be on the network).
+    var onlineHeld: Int { inFlight - offlineHolders.count }
+
+    /// `job` is about to use the network: true when its slot is of the
+    /// online set, or was just moved there (one was free); false when the
+    /// online set is full.
+    mutating func chargeToNetwork(_ job: LoadJob) -> Bool {
+        let id = ObjectIdentifier(job)
+        guard offlineHolders.contains(id) else { return true }
+        guard onlineHeld < concurrentLoads else { return false }
+        offlineHolders.remove(id)
+        return true
+    }
+
+    /// `job` (of the offline set, the online set full) waits for a slot of
+    /// the online set: ``nextReadyForNetwork()`` moves it there and gives
+    /// back `resume`, which starts its transfer.
+    mutating func waitForNetwork(_ job: LoadJob, resume: @escaping @Sendable () -> Void) {
+        let id = ObjectIdentifier(job)
+        waitingForNetwork.removeAll { $0.id == id }
+        waitingForNetwork.append((id, resume))
+    }
+
+    /// The first job waiting for the network, moved to the online set, if
+    /// it has a free slot (before any lane is started: these jobs started first).
+    mutating func nextReadyForNetwork() -> (@Sendable () -> Void)? {
+        guard !waitingForNetwork.isEmpty, onlineHeld < concurrentLoads else { return nil }
+        let (id, resume) = waitingForNetwork.removeFirst()
+        offlineHolders.remove(id)
+        return resume
+    }
+
+    /// The jobs waiting for the network whose URLs `matching` accepts,
+    /// no longer waiting (the loader went offline: they are answered from
+    /// the disk, still in their slots of the offline set).
+    mutating func stopWaitingForNetwork(where matching: (LoadJob) -> Bool) -> [@Sendable () -> Void] {
+        var stopped: [@Sendable () -> Void] = []
+        waitingForNetwork.removeAll { waiting in
+            guard let job = holding[waiting.id], matching(job) else { return false }
+            stopped.append(waiting.resume)
+            return true
+        }
+        return stopped
+    }
+
+    /// How many jobs wait for a slot of the online set (tests).
+    var waitingForNetworkCount: Int { waitingForNetwork.count }
 
     /// Slots held of the set jobs take now.
     private var heldInCurrentSet: Int { offline ? offlineHolders.count : inFlight - offlineHolders.count }
@@ -70,7 +131,10 @@ struct TransferSlots {
 
     /// Empties the slots and the queue (the loader's `deinit`); returns the holders.
     mutating func removeAll() -> [LoadJob] {
-        defer { (holding, offlineHolders, queue, inFlight) = ([:], [], TransferQueue(order: queue.order), 0) }
+        defer {
+            (holding, offlineHolders, queue, inFlight) = ([:], [], TransferQueue(order: queue.order), 0)
+            waitingForNetwork = []
+        }
         return Array(holding.values)
     }
 
