@@ -55,6 +55,15 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
             + (scaling.isEmpty ? "" : "-" + scaling) + (colour.isEmpty ? "" : "-" + colour)
     }
 
+    /// Whether `processing` (a key's ``processing``) names an image as
+    /// decoded from the original with nothing done to its size or pixels,
+    /// at most its colour management set (`colour-off`): the original body
+    /// serves it, and the disk never stores it as a processed image (a
+    /// re-encoded copy of the original). The one home of that rule.
+    static func isFullSize(_ processing: String) -> Bool {
+        processing.isEmpty || (processing.hasPrefix(ColorManagement.keyPrefix) && !processing.contains("|"))
+    }
+
     /// Feeds the precomputed hash.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storage.hash)

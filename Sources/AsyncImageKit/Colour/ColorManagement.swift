@@ -56,9 +56,12 @@ public struct ColorManagement: Sendable, Hashable, Codable, CustomStringConverti
     /// e.g. `colour-perceptual-bpc`.
     var keyPart: String {
         guard self != .default else { return "" }
-        guard convertsToSRGB else { return "colour-off" }
-        return "colour-\(intent.rawValue)" + (usesBlackPointCompensation ? "-bpc" : "")
+        guard convertsToSRGB else { return Self.keyPrefix + "off" }
+        return Self.keyPrefix + intent.rawValue + (usesBlackPointCompensation ? "-bpc" : "")
     }
+
+    /// How every ``keyPart`` but the default's begins.
+    static let keyPrefix = "colour-"
 
     /// `default`, `off`, or the intent and the compensation.
     public var description: String {

@@ -49,7 +49,7 @@ extension AsyncImageLoader {
         else { return nil }
         let generation = stored.entry.generation
         var image: Image?
-        if !processing.isEmpty, let stored = store.processed(for: key, processing: processing, generation: generation) {
+        if !ImageCacheKey.isFullSize(processing), let stored = store.processed(for: key, processing: processing, generation: generation) {
             image = StoredImage.decode(stored, decoders: decoders)
         }
         if image == nil, let body = store.original(for: key, generation: generation) {

@@ -107,7 +107,7 @@ extension AsyncImageLoader {
     /// queue. Nil otherwise (a load then answers).
     private func storedEncoding(for request: ImageRequest, _ encoding: ImageEncoding) async -> EncodedImage? {
         let processing = request.cacheKey.processing
-        guard !processing.isEmpty, !request.cachePolicy.contains(.skipDiskReads), !request.url.isFileURL,
+        guard !ImageCacheKey.isFullSize(processing), !request.cachePolicy.contains(.skipDiskReads), !request.url.isFileURL,
             let (disk, policy, offline) = state.withLock({ state in
                 let offline = state.network.isOffline(for: request.url, now: state.networkClock())
                 return state.diskCache.map { ($0, state.httpCache, offline) }

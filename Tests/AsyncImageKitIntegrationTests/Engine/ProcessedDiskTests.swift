@@ -119,6 +119,29 @@ final class ProcessedDiskTests: XCTestCase {
         XCTAssertTrue(disk.contains(keys(d, thumb, disk).original))
     }
 
+    /// A full-size request without colour management (`colour-off` in its
+    /// key) is still a full-size request: its original is stored, never a
+    /// re-encoded copy as a processed image, and the next loader decodes
+    /// the original again.
+    func testAFullSizeRequestWithoutColourManagementStoresTheOriginalOnly() throws {
+        let h = try LoaderHarness()
+        let disk = try DataCache(directory: folder)
+        let url = servePhoto(h)
+        var request = ImageRequest(url: url)
+        request.colorManagement = .off
+        XCTAssertEqual(request.cacheKey.processing, "colour-off")
+        load([request], h, disk, outcomes: 1)
+        let key = LoadRequest.diskKey(for: request)
+        let generation = try XCTUnwrap(disk.entry(for: key)?.metadata.generation)
+        XCTAssertTrue(disk.contains(ImageDiskStore.originalKey(key, generation: generation)), "the original")
+        XCTAssertFalse(
+            disk.contains(ImageDiskStore.processedKey(key, "colour-off", generation: generation)), "no re-encoded copy")
+        load([request], h, disk, outcomes: 2)
+        XCTAssertEqual(h.server.requestCount(url), 1, "the original on disk")
+        XCTAssertEqual(h.log.images["/photo.jpg"]?.size, PixelSize(width: 640, height: 480))
+        XCTAssertEqual(h.log.errors.count, 0)
+    }
+
     /// Thumbnails only on disk, then one request for a stored size and one
     /// for another (sharing the URL): the first from disk, the second from
     /// the network (the job that had only thumbnails hands it on).

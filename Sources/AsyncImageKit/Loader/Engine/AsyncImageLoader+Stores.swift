@@ -75,7 +75,7 @@ extension AsyncImageLoader {
         guard let generation = job.disk.generation, !generation.isEmpty else { return nil }
         let processing = key.processing
         let storesImage =
-            !processing.isEmpty && job.disk.storedProcessings.contains(processing)
+            !ImageCacheKey.isFullSize(processing) && job.disk.storedProcessings.contains(processing)
             && !job.disk.processingsOnDisk.contains(processing)
         if storesImage { job.disk.processingsOnDisk.insert(processing) }
         guard response != nil || storesImage else { return nil }

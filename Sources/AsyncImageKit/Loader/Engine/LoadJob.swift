@@ -113,8 +113,9 @@ final class LoadJob: @unchecked Sendable {
         if !record.isPrefetch { visibleCount += 1 }
         if !record.request.processors.isEmpty { processors[record.request.cacheKey] = record.request.processors }
         let processing = record.request.cacheKey.processing
-        if processing.isEmpty || storage.contains(.originals) { disk.storesOriginal = true }
-        if !processing.isEmpty, storage.contains(.processedImages) { disk.storedProcessings.insert(processing) }
+        let fullSize = ImageCacheKey.isFullSize(processing)
+        if fullSize || storage.contains(.originals) { disk.storesOriginal = true }
+        if !fullSize, storage.contains(.processedImages) { disk.storedProcessings.insert(processing) }
         guard let cache = record.cache else { return }
         let key = record.request.cacheKey
         if caches[key]?.contains(where: { $0 === cache }) != true { caches[key, default: []].append(cache) }
@@ -146,11 +147,11 @@ final class LoadJob: @unchecked Sendable {
 
     /// The processings its requests ask for (not full size), each once.
     var processings: Set<String> {
-        Set(requests.lazy.map(\.request.cacheKey.processing).filter { !$0.isEmpty })
+        Set(requests.lazy.map(\.request.cacheKey.processing).filter { !ImageCacheKey.isFullSize($0) })
     }
 
     /// Whether a request asks for full size (only the body can serve it).
-    var needsFullSize: Bool { requests.contains { $0.request.cacheKey.processing.isEmpty } }
+    var needsFullSize: Bool { requests.contains { ImageCacheKey.isFullSize($0.request.cacheKey.processing) } }
 
     var isQueued: Bool {
         if case .queued = phase { return true }
