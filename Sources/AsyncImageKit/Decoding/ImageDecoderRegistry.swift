@@ -17,13 +17,15 @@ public struct ImageDecoderRegistry: Sendable {
     /// No decoders at all.
     public init() {}
 
-    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib) and WebP (libwebp).
+    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib), WebP (libwebp) and
+    /// AVIF (libavif).
     public static let `default`: ImageDecoderRegistry = {
         var registry = ImageDecoderRegistry()
         registry.register(PNGDecoder())
         registry.register(JPEGDecoder())
         registry.register(GIFDecoder())
         registry.register(WebPDecoder())
+        registry.register(AVIFDecoder())
         return registry
     }()
 

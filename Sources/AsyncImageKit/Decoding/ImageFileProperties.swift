@@ -39,6 +39,15 @@ import Foundation
 ///   files; the bit depth is 8. The EXIF orientation is reported in ``exif``
 ///   but not applied (``orientation`` is ``ImageOrientation/up``), as
 ///   ``WebPDecoder`` does not apply it.
+/// - **AVIF**: the `ftyp`, `meta` and (for an image sequence) `moov` boxes
+///   as libavif's `avifDecoderParse` reads them, without decoding AV1 data:
+///   `ispe` (size), the bit depth (8, 10, 12), an alpha item, the frames of a
+///   sequence (which loops forever: ``loopCount`` 0), the `colr` ICC profile,
+///   the `Exif` item, and ``orientation`` from `irot` and `imir` (which
+///   ``AVIFDecoder`` applies; the EXIF orientation is reported in ``exif``
+///   only). The colour type is ``ImageColorType/ycbcr`` (``ImageColorType/rgba``
+///   with alpha; ``ImageColorType/grayscale`` or
+///   ``ImageColorType/grayscaleAlpha`` for monochrome, 4:0:0).
 public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
@@ -54,7 +63,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var orientation: ImageOrientation
 
     /// Bits per sample as stored: PNG 1, 2, 4, 8 or 16 (for a palette image,
-    /// bits per index); the JPEG frame's precision (8, or 12); for GIF, bits
+    /// bits per index); the JPEG frame's precision (8, or 12); AVIF 8, 10 or
+    /// 12 (decoded to 8); for GIF, bits
     /// per palette index (1-8) of the global colour table, or of the first
     /// image's local table when there is no global one.
     public var bitDepth: Int
@@ -63,7 +73,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var colorType: ImageColorType
 
     /// The frames the decoders produce: the number of complete GIF image
-    /// descriptors, the `ANMF` chunks of an animated WebP, 1 for PNG, JPEG
+    /// descriptors, the `ANMF` chunks of an animated WebP, the samples of an
+    /// AVIF image sequence, 1 for PNG, JPEG
     /// and still WebP (an APNG's extra frames are not
     /// decoded; see ``animatedPNGFrameCount``).
     public var frameCount: Int
@@ -175,7 +186,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// everything they are read from, so that they are the whole file's
     /// ``init(data:)`` gives: a JPEG up to its first scan (long before its
     /// pixels), a PNG up to `IEND`, a GIF up to its trailer (its frames are
-    /// counted). Never for WebP: libwebp's reading of the headers depends on
+    /// counted), an AVIF once libavif can parse its boxes. Never for WebP: libwebp's reading of the headers depends on
     /// how many bytes it is given, even past the RIFF container's declared
     /// end, so only the whole body gives the whole file's properties. `nil`
     /// until then, and for what ``init(data:)`` refuses.
@@ -236,6 +247,20 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 loopCount: header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)),
                 hasICCProfile: header.hasICCProfile, hasTransparency: header.hasAlpha, exif: header.exif,
                 webPCompression: header.compression, animatedWebPPlayCount: header.playCount,
+                colorProfile: profile(header.colorSource, .rgba))
+        case .avif?:
+            // The boxes that say everything come first in files as encoders
+            // write them (`ftyp`, `meta`, `moov`, then `mdat`): once libavif
+            // parses a prefix, it has read what it would read of the whole file.
+            let header = AVIFHeader(data)
+            guard let size = header.size else { return nil }
+            let colorType: ImageColorType =
+                header.isMonochrome
+                ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .ycbcr)
+            self.init(
+                format: .avif, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, frameCount: header.frameCount, loopCount: header.frameCount > 1 ? 0 : nil,
+                hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha, exif: header.exif,
                 colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil

@@ -1,0 +1,59 @@
+@testable import AsyncImageKit
+import Foundation
+import TestSupport
+import XCTest
+
+/// The ISO BMFF formats (issue 32) are told by the brands of their leading
+/// `ftyp` box, not by a name; and `irot`/`imir` map to EXIF orientations.
+final class ModernFormatSniffingTests: XCTestCase {
+    /// An `ftyp` box: its size, `ftyp`, the major brand, a minor version of
+    /// 0, then the compatible brands.
+    private func ftyp(_ major: String, _ compatible: [String], size: Int? = nil) -> Data {
+        let body = Data(major.utf8) + Data([0, 0, 0, 0]) + Data(compatible.joined().utf8)
+        let total = UInt32(size ?? (8 + body.count))
+        return Data(withUnsafeBytes(of: total.bigEndian, Array.init)) + Data("ftyp".utf8) + body
+    }
+
+    func testAVIFBrands() {
+        XCTAssertEqual(ImageFormat.sniff(ftyp("avif", ["mif1", "miaf"])), .avif)
+        XCTAssertEqual(ImageFormat.sniff(ftyp("avis", ["avif", "msf1"])), .avif)
+        XCTAssertEqual(ImageFormat.sniff(ftyp("mif1", ["avif", "miaf"])), .avif, "avif as a compatible brand")
+        XCTAssertEqual(ImageFormat.sniff(Data(ftyp("avif", []).prefix(12))), .avif, "the major brand is enough")
+        XCTAssertNil(ImageFormat.sniff(Data(ftyp("avif", []).prefix(11))), "cut inside the major brand")
+        XCTAssertNil(ImageFormat.sniff(ftyp("isom", ["mp41", "iso2"])), "a video")
+        XCTAssertNil(ImageFormat.sniff(ftyp("avif", [], size: 1)), "a 64-bit size never holds an ftyp")
+        XCTAssertNil(ImageFormat.sniff(ftyp("avif", [], size: 0)))
+        var wrongBox = ftyp("avif", ["mif1"])
+        wrongBox.replaceSubrange(4..<8, with: Data("free".utf8))
+        XCTAssertNil(ImageFormat.sniff(wrongBox))
+        // A compatible brand past the box's declared end is not the box's.
+        XCTAssertNil(ImageFormat.sniff(ftyp("mif1", ["avif"], size: 16) + Data("avif".utf8)))
+        XCTAssertEqual(ImageFormat.avif.mimeType, "image/avif")
+        XCTAssertEqual(ImageFormat.avif.description, "avif")
+    }
+
+    /// Brands and damaged boxes never trap and never decode as anything but a typed failure.
+    func testTruncatedBoxesFailTyped() {
+        let failure = assertDecodingFails { try ImageDecoder().decode(ftyp("avif", ["mif1", "miaf"])) }
+        XCTAssertEqual(failure?.format, .avif)
+        XCTAssertEqual(failure?.stage, .header)
+        XCTAssertNil(ImageFileProperties(data: ftyp("avif", ["mif1", "miaf"])))
+    }
+
+    /// `irot` turns anticlockwise, then `imir` mirrors (mode 0: top to
+    /// bottom, EXIF 4; mode 1: left to right, EXIF 2), as libavif documents.
+    func testRotationAndMirrorAsOrientation() {
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 0, mirror: nil), .up)
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 0, mirror: 0), .downMirrored)
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 0, mirror: 1), .upMirrored)
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 1, mirror: nil), .left, "90° anticlockwise is EXIF 8")
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 2, mirror: nil), .down)
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 3, mirror: nil), .right, "270° anticlockwise is EXIF 6")
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 1, mirror: 0), .leftMirrored, "transpose")
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 3, mirror: 1), .leftMirrored, "transpose")
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 1, mirror: 1), .rightMirrored, "transverse")
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 3, mirror: 0), .rightMirrored, "transverse")
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 2, mirror: 0), .upMirrored)
+        XCTAssertEqual(AVIFHeader.orientation(rotation: 2, mirror: 1), .downMirrored)
+    }
+}
