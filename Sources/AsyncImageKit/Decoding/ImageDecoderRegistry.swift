@@ -17,8 +17,8 @@ public struct ImageDecoderRegistry: Sendable {
     /// No decoders at all.
     public init() {}
 
-    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib), WebP (libwebp) and
-    /// AVIF (libavif).
+    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib), WebP (libwebp), AVIF
+    /// (libavif) and HEIC (libheif).
     public static let `default`: ImageDecoderRegistry = {
         var registry = ImageDecoderRegistry()
         registry.register(PNGDecoder())
@@ -26,6 +26,7 @@ public struct ImageDecoderRegistry: Sendable {
         registry.register(GIFDecoder())
         registry.register(WebPDecoder())
         registry.register(AVIFDecoder())
+        registry.register(HEIFDecoder())
         return registry
     }()
 

@@ -48,6 +48,13 @@ import Foundation
 ///   only). The colour type is ``ImageColorType/ycbcr`` (``ImageColorType/rgba``
 ///   with alpha; ``ImageColorType/grayscale`` or
 ///   ``ImageColorType/grayscaleAlpha`` for monochrome, 4:0:0).
+/// - **HEIC**: the primary image as libheif reads its boxes (no HEVC data
+///   decoded): the size after `clap`, alpha, the luma bit depth, the `colr`
+///   ICC profile, the `Exif` item; and ``orientation`` from the primary
+///   item's `irot` and `imir` properties (read here, in their `ipma` order),
+///   which ``HEIFDecoder`` applies (the EXIF orientation is reported in
+///   ``exif`` only). Colour types as for AVIF; one frame. libheif reads no
+///   file cut short: such a file has no properties.
 public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
@@ -186,7 +193,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// everything they are read from, so that they are the whole file's
     /// ``init(data:)`` gives: a JPEG up to its first scan (long before its
     /// pixels), a PNG up to `IEND`, a GIF up to its trailer (its frames are
-    /// counted), an AVIF once libavif can parse its boxes. Never for WebP: libwebp's reading of the headers depends on
+    /// counted), an AVIF once libavif can parse its boxes, a HEIC once it is
+    /// whole (libheif refuses a file cut short). Never for WebP: libwebp's reading of the headers depends on
     /// how many bytes it is given, even past the RIFF container's declared
     /// end, so only the whole body gives the whole file's properties. `nil`
     /// until then, and for what ``init(data:)`` refuses.
@@ -262,6 +270,18 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 colorType: colorType, frameCount: header.frameCount, loopCount: header.frameCount > 1 ? 0 : nil,
                 hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha, exif: header.exif,
                 colorProfile: profile(header.colorSource, .rgba))
+        case .heic?:
+            // libheif reads nothing until the file is whole (see HEIFContext):
+            // a prefix has properties once it is the whole body.
+            let header = HEIFHeader(data)
+            guard let size = header.size else { return nil }
+            let colorType: ImageColorType =
+                header.isMonochrome
+                ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .ycbcr)
+            self.init(
+                format: .heic, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha,
+                exif: header.exif, colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil
         }

@@ -16,6 +16,9 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// AVIF: AV1 images in a HEIF (ISO BMFF) container, still (`avif`) or
     /// an image sequence (`avis`), with alpha, 8, 10 or 12 bits.
     case avif
+    /// HEIC: HEVC images in a HEIF (ISO BMFF) container, as phones and
+    /// cameras write them (grids of tiles, alpha, 8 to 12 bits).
+    case heic
 
     /// The format whose signature `data` starts with, or `nil`.
     ///
@@ -25,6 +28,9 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// - WebP: `RIFF`, a 4-byte size, `WEBP` (12 bytes)
     /// - AVIF: an ISO BMFF `ftyp` box first whose major or compatible brands
     ///   include `avif` or `avis` (the content, not a file name, says AVIF)
+    /// - HEIC: the same box with `heic`, `heix`, `heim`, `heis`, `hevc` or
+    ///   `hevx` among its brands, or a major brand of `mif1` or `msf1`
+    ///   (HEIF's own) without `avif`/`avis`
     public static func sniff(_ data: Data) -> ImageFormat? {
         data.withUnsafeBytes { sniff(UnsafeRawBufferPointer($0)) }
     }
@@ -50,6 +56,12 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
         }
         if let brands = isoBrands(bytes), brands.contains(where: { $0 == "avif" || $0 == "avis" }) {
             return .avif
+        }
+        if let brands = isoBrands(bytes),
+            brands.contains(where: { ["heic", "heix", "heim", "heis", "hevc", "hevx"].contains($0) })
+                || brands[0] == "mif1" || brands[0] == "msf1"
+        {
+            return .heic
         }
         return nil
     }
@@ -78,9 +90,9 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
         return brands
     }
 
-    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`, `avif`.
+    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`, `avif`, `heic`.
     public var description: String { rawValue }
 
-    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, `image/avif`).
+    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, `image/avif`, `image/heic`).
     public var mimeType: String { "image/\(rawValue)" }
 }

@@ -151,7 +151,7 @@ final class AVIFDecoderTests: XCTestCase {
                 var options = ["-l", "--irot", String(rotation)]
                 if let mirror { options += ["--imir", String(mirror)] }
                 let avif = try tools.avifenc([source], options)
-                let expected = Self.reference(source, rotation: rotation, mirror: mirror)
+                let expected = OrientationReference.apply(source, rotation: rotation, mirror: mirror)
                 let properties = try XCTUnwrap(ImageFileProperties(data: avif))
                 XCTAssertEqual(properties.pixelSize, source.size)
                 XCTAssertEqual(properties.uprightPixelSize, expected.size, "irot \(rotation) imir \(String(describing: mirror))")
@@ -162,35 +162,6 @@ final class AVIFDecoderTests: XCTestCase {
                 let small = try ImageDecoder().decode(
                     avif, options: DecodingOptions(targetSize: PixelSize(width: expected.width, height: expected.height)))
                 XCTAssertEqual(worstDifference(small, expected), 0)
-            }
-        }
-    }
-
-    /// `image` turned `rotation` quarter turns anticlockwise, then mirrored.
-    private static func reference(_ image: Image, rotation: Int, mirror: Int?) -> Image {
-        var current = image
-        for _ in 0..<rotation {
-            let (w, h) = (current.width, current.height)
-            let old = current
-            // new(x, y) = old(w - 1 - y, x), the new image h wide and w high.
-            current = SyntheticImage.make(width: h, height: w) { out in
-                for y in 0..<w {
-                    for x in 0..<h {
-                        let p = old.pixel(x: w - 1 - y, y: x)
-                        (out + (y * h + x) * 4).update(from: [p.r, p.g, p.b, p.a], count: 4)
-                    }
-                }
-            }
-        }
-        guard let mirror else { return current }
-        let old = current
-        let (w, h) = (old.width, old.height)
-        return SyntheticImage.make(width: w, height: h) { out in
-            for y in 0..<h {
-                for x in 0..<w {
-                    let p = mirror == 0 ? old.pixel(x: x, y: h - 1 - y) : old.pixel(x: w - 1 - x, y: y)
-                    (out + (y * w + x) * 4).update(from: [p.r, p.g, p.b, p.a], count: 4)
-                }
             }
         }
     }

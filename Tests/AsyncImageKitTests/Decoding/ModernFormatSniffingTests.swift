@@ -26,10 +26,38 @@ final class ModernFormatSniffingTests: XCTestCase {
         var wrongBox = ftyp("avif", ["mif1"])
         wrongBox.replaceSubrange(4..<8, with: Data("free".utf8))
         XCTAssertNil(ImageFormat.sniff(wrongBox))
-        // A compatible brand past the box's declared end is not the box's.
-        XCTAssertNil(ImageFormat.sniff(ftyp("mif1", ["avif"], size: 16) + Data("avif".utf8)))
+        // A compatible brand past the box's declared end is not the box's
+        // (the box says mif1 only: HEIF's own brand, read as HEIC).
+        XCTAssertEqual(ImageFormat.sniff(ftyp("mif1", ["avif"], size: 16) + Data("avif".utf8)), .heic)
         XCTAssertEqual(ImageFormat.avif.mimeType, "image/avif")
         XCTAssertEqual(ImageFormat.avif.description, "avif")
+    }
+
+    func testHEICBrands() {
+        XCTAssertEqual(ImageFormat.sniff(ftyp("heic", ["mif1", "heic"])), .heic)
+        XCTAssertEqual(ImageFormat.sniff(ftyp("mif1", ["heic", "miaf"])), .heic)
+        XCTAssertEqual(ImageFormat.sniff(ftyp("heix", [])), .heic)
+        XCTAssertEqual(ImageFormat.sniff(ftyp("msf1", ["hevc"])), .heic)
+        XCTAssertEqual(ImageFormat.sniff(ftyp("mif1", [])), .heic, "HEIF's own brand")
+        XCTAssertEqual(ImageFormat.sniff(ftyp("mif1", ["avif", "miaf"])), .avif, "AV1 in HEIF is AVIF")
+        XCTAssertNil(ImageFormat.sniff(ftyp("isom", ["mif1"])), "a generic ISO file that merely lists mif1")
+        XCTAssertEqual(ImageFormat.heic.mimeType, "image/heic")
+        let failure = assertDecodingFails { try ImageDecoder().decode(ftyp("heic", ["mif1"])) }
+        XCTAssertEqual(failure?.format, .heic)
+        XCTAssertEqual(failure?.stage, .header)
+        XCTAssertNil(ImageFileProperties(data: ftyp("heic", ["mif1"])))
+    }
+
+    /// The HEIF box walker never traps on cut or damaged boxes.
+    func testHEIFBoxWalkerIsBounded() {
+        let boxes = ftyp("heic", ["mif1"]) + Data([0, 0, 0, 40]) + Data("meta".utf8) + Data(repeating: 0xFF, count: 20)
+        for length in 0...boxes.count {
+            let prefix = Data(boxes.prefix(length))
+            _ = prefix.withUnsafeBytes { HEIFHeader.orientation(ByteView(bytes: $0)) }
+        }
+        XCTAssertEqual(HEIFHeader.Matrix.anticlockwise.orientation, .left)
+        XCTAssertEqual((HEIFHeader.Matrix.leftToRight * HEIFHeader.Matrix.anticlockwise).orientation, .rightMirrored)
+        XCTAssertEqual((HEIFHeader.Matrix.topToBottom * HEIFHeader.Matrix.anticlockwise).orientation, .leftMirrored)
     }
 
     /// Brands and damaged boxes never trap and never decode as anything but a typed failure.
