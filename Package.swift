@@ -7,8 +7,9 @@ import PackageDescription
 /// - `AsyncImageKit`: the library (the only product a user links).
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
 ///   that owns every `setjmp` used by libpng and libjpeg. giflib, libwebp,
-///   libavif, libheif and Little CMS (`CGIF`, `CWebP`, `CAVIF`, `CHEIF`,
-///   `CLCMS2`) report errors by return value and are called from Swift.
+///   libavif, libheif, libjxl and Little CMS (`CGIF`, `CWebP`, `CAVIF`,
+///   `CHEIF`, `CJXL`, `CLCMS2`) report errors by return value and are
+///   called from Swift.
 /// - `LoopbackHTTP`, `ImageFixtures`, `LoadMix`: support code for the tests,
 ///   the demo and the benchmark (a real HTTP/1.1 server on 127.0.0.1,
 ///   generated images, the load test's and the soak's request mix).
@@ -103,6 +104,11 @@ let package = Package(
         .systemLibrary(
             name: "CHEIF", pkgConfig: "libheif",
             providers: [.apt(["libheif-dev"])]),
+        // As for libavif: libjxl's pkg-config cflags hold -DHWY_SHARED_DEFINE
+        // (for C++ users of highway), which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CJXL",
+            providers: [.apt(["libjxl-dev"])]),
 
         // The only C code: whole PNG/JPEG decodes and encodes inside one C
         // function each, so that no longjmp ever crosses a Swift frame.
@@ -111,7 +117,7 @@ let package = Package(
         .target(
             name: "AsyncImageKit",
             dependencies: [
-                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CAVIF", "CHEIF", "CZlib", "CLCMS2", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CAVIF", "CHEIF", "CJXL", "CZlib", "CLCMS2", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["MetricsSupport"])),
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",

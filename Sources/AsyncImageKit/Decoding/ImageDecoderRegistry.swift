@@ -18,7 +18,7 @@ public struct ImageDecoderRegistry: Sendable {
     public init() {}
 
     /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib), WebP (libwebp), AVIF
-    /// (libavif) and HEIC (libheif).
+    /// (libavif), HEIC (libheif) and JPEG XL (libjxl).
     public static let `default`: ImageDecoderRegistry = {
         var registry = ImageDecoderRegistry()
         registry.register(PNGDecoder())
@@ -27,6 +27,7 @@ public struct ImageDecoderRegistry: Sendable {
         registry.register(WebPDecoder())
         registry.register(AVIFDecoder())
         registry.register(HEIFDecoder())
+        registry.register(JXLDecoder())
         return registry
     }()
 

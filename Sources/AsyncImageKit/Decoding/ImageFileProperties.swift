@@ -55,6 +55,14 @@ import Foundation
 ///   which ``HEIFDecoder`` applies (the EXIF orientation is reported in
 ///   ``exif`` only). Colour types as for AVIF; one frame. libheif reads no
 ///   file cut short: such a file has no properties.
+/// - **JPEG XL**: libjxl's basic info (size as stored, ``orientation``,
+///   bits per sample, alpha, animation and its loop count, stored as plays
+///   and given as repeats as for WebP), the colour encoding (an ICC
+///   profile, or an enumerated encoding other than sRGB described by libjxl
+///   as one: ``hasICCProfile`` is then true), and an animation's frames
+///   counted from their headers. The colour type is ``ImageColorType/rgb``
+///   or ``ImageColorType/rgba`` (grey: ``ImageColorType/grayscale``,
+///   ``ImageColorType/grayscaleAlpha``). EXIF boxes are not read yet.
 public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
@@ -282,6 +290,20 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 format: .heic, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
                 colorType: colorType, hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha,
                 exif: header.exif, colorProfile: profile(header.colorSource, .rgba))
+        case .jxl?:
+            // A still image's headers come first; an animation's frames are
+            // counted to the last, so a prefix has them once it is whole.
+            let header = JXLHeader(data)
+            guard let size = header.size, !requiringAllHeaders || header.reachedEnd else { return nil }
+            let colorType: ImageColorType =
+                header.isGray ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .rgb)
+            self.init(
+                format: .jxl, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, frameCount: header.frameCount,
+                loopCount: header.isAnimated && header.frameCount > 1
+                    ? header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)) : nil,
+                hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha,
+                colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil
         }

@@ -19,6 +19,9 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// HEIC: HEVC images in a HEIF (ISO BMFF) container, as phones and
     /// cameras write them (grids of tiles, alpha, 8 to 12 bits).
     case heic
+    /// JPEG XL: a bare codestream or the ISO BMFF container, lossy or
+    /// lossless, with alpha, possibly animated.
+    case jxl
 
     /// The format whose signature `data` starts with, or `nil`.
     ///
@@ -31,6 +34,8 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// - HEIC: the same box with `heic`, `heix`, `heim`, `heis`, `hevc` or
     ///   `hevx` among its brands, or a major brand of `mif1` or `msf1`
     ///   (HEIF's own) without `avif`/`avis`
+    /// - JPEG XL: `FF 0A` (a codestream) or the 12-byte container signature
+    ///   box `00 00 00 0C 4A 58 4C 20 0D 0A 87 0A`
     public static func sniff(_ data: Data) -> ImageFormat? {
         data.withUnsafeBytes { sniff(UnsafeRawBufferPointer($0)) }
     }
@@ -54,6 +59,12 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
         {
             return .webp
         }
+        if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] == 0x0A {
+            return .jxl
+        }
+        if bytes.count >= 12, zip(bytes.prefix(12), jxlContainer).allSatisfy({ $0 == $1 }) {
+            return .jxl
+        }
         if let brands = isoBrands(bytes), brands.contains(where: { $0 == "avif" || $0 == "avis" }) {
             return .avif
         }
@@ -70,6 +81,9 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// first, then the compatible ones), or `nil` when the bytes do not start
     /// with one. Only the brands present in `bytes` are read: a box cut short
     /// gives its whole brands so far (the major brand needs 12 bytes).
+    /// The JPEG XL container's signature box.
+    private static let jxlContainer: [UInt8] = [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
+
     static func isoBrands(_ bytes: UnsafeRawBufferPointer) -> [String]? {
         guard bytes.count >= 12, bytes[4] == 0x66, bytes[5] == 0x74, bytes[6] == 0x79, bytes[7] == 0x70 else {
             return nil
@@ -90,9 +104,10 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
         return brands
     }
 
-    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`, `avif`, `heic`.
+    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`, `avif`, `heic`, `jxl`.
     public var description: String { rawValue }
 
-    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, `image/avif`, `image/heic`).
+    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, `image/avif`, `image/heic`,
+    /// `image/jxl`).
     public var mimeType: String { "image/\(rawValue)" }
 }

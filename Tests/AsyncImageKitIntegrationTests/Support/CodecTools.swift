@@ -268,3 +268,20 @@ enum HEIFEditor {
         return Data(bytes)
     }
 }
+
+extension CodecTools {
+    /// `cjxl` of an encoded input file (PNG, APNG, GIF, JPEG, PPM) with
+    /// `options` (`-d 0` lossless, `-q 90`...), effort 3 (fast).
+    func cjxl(file input: Data, _ ext: String, _ options: [String] = []) throws -> Data {
+        let name = UUID().uuidString
+        let path = try file(input, "\(name).\(ext)")
+        let output = folder.appendingPathComponent(name + ".jxl").path
+        try run("cjxl", [path, output, "--quiet", "-e", "3", "--num_threads=0"] + options)
+        return try Data(contentsOf: URL(fileURLWithPath: output))
+    }
+
+    /// `cjxl` of `image` (as a PNG).
+    func cjxl(_ image: Image, _ options: [String] = []) throws -> Data {
+        try cjxl(file: try PNGEncoder().encode(image), "png", options)
+    }
+}

@@ -48,6 +48,20 @@ final class ModernFormatSniffingTests: XCTestCase {
         XCTAssertNil(ImageFileProperties(data: ftyp("heic", ["mif1"])))
     }
 
+    func testJXLSignatures() {
+        XCTAssertEqual(ImageFormat.sniff(Data([0xFF, 0x0A])), .jxl, "a bare codestream")
+        XCTAssertNil(ImageFormat.sniff(Data([0xFF, 0x0B])))
+        XCTAssertNil(ImageFormat.sniff(Data([0xFF])))
+        let container: [UInt8] = [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
+        XCTAssertEqual(ImageFormat.sniff(Data(container)), .jxl, "the container's signature box")
+        XCTAssertNil(ImageFormat.sniff(Data(container.prefix(11))))
+        XCTAssertEqual(ImageFormat.jxl.mimeType, "image/jxl")
+        let failure = assertDecodingFails { try ImageDecoder().decode(Data([0xFF, 0x0A, 0x00])) }
+        XCTAssertEqual(failure?.format, .jxl)
+        XCTAssertEqual(failure?.stage, .header)
+        XCTAssertNil(ImageFileProperties(data: Data(container)))
+    }
+
     /// The HEIF box walker never traps on cut or damaged boxes.
     func testHEIFBoxWalkerIsBounded() {
         let boxes = ftyp("heic", ["mif1"]) + Data([0, 0, 0, 40]) + Data("meta".utf8) + Data(repeating: 0xFF, count: 20)
