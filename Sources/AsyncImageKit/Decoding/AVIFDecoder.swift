@@ -61,6 +61,10 @@ public struct AVIFDecoder: ImageDecoding {
     private func decode(_ bytes: UnsafePointer<UInt8>, count: Int, options: DecodingOptions) throws(AsyncImageError)
         -> Image
     {
+        // Called directly (not through the registry), it reads AVIF only.
+        guard ImageFormat.sniff(UnsafeRawBufferPointer(start: bytes, count: count)) == .avif else {
+            throw failure(.header, "not AVIF: no ftyp box with an avif or avis brand")
+        }
         guard let decoder = avifDecoderCreate() else { throw failure(.memory, "cannot create libavif's decoder") }
         defer { avifDecoderDestroy(decoder) }
         AVIFHeader.configure(decoder)

@@ -37,6 +37,11 @@ public struct HEIFDecoder: ImageDecoding {
 
     /// Decodes the primary image of a HEIC file; see ``ImageDecoding/decode(_:options:)``.
     public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
+        // Called directly (not through the registry), it reads HEIC only
+        // (libheif would read AVIF too).
+        guard ImageFormat.sniff(data) == .heic else {
+            throw failure(.header, "not HEIC: no ftyp box with a HEIC or HEIF brand")
+        }
         let decoded: Result<Image, AsyncImageError> = data.withBytes { bytes, count in
             let opened = HEIFContext.withPrimaryImage(bytes, count: count) { handle in
                 Result { () throws(AsyncImageError) -> Image in try decode(handle, options: options) }

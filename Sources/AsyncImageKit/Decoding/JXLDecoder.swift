@@ -56,6 +56,9 @@ public struct JXLDecoder: ImageDecoding {
     private func decode(_ bytes: UnsafePointer<UInt8>, count: Int, options: DecodingOptions) throws(AsyncImageError)
         -> Image
     {
+        guard ImageFormat.sniff(UnsafeRawBufferPointer(start: bytes, count: count)) == .jxl else {
+            throw failure(.header, "not JPEG XL: no codestream or container signature")
+        }
         guard let decoder = JxlDecoderCreate(nil) else { throw failure(.memory, "cannot create libjxl's decoder") }
         defer { JxlDecoderDestroy(decoder) }
         let events =

@@ -1,5 +1,6 @@
 @testable import AsyncImageKit
 import Foundation
+import FuzzTargets
 import TestSupport
 import XCTest
 
@@ -97,5 +98,31 @@ final class ModernFormatSniffingTests: XCTestCase {
         XCTAssertEqual(AVIFHeader.orientation(rotation: 3, mirror: 0), .rightMirrored, "transverse")
         XCTAssertEqual(AVIFHeader.orientation(rotation: 2, mirror: 0), .upMirrored)
         XCTAssertEqual(AVIFHeader.orientation(rotation: 2, mirror: 1), .downMirrored)
+    }
+
+    /// The fuzzing seeds of the modern formats (Fuzz/seeds/images, made with
+    /// avifenc, heif-enc and cjxl) pass their own decoder's target, the
+    /// registry's (`image`) and the header probe's, and every other
+    /// modern decoder refuses them: so the fast suite decodes each format
+    /// without the encoders installed.
+    func testSeedsPassTheirFuzzTargets() throws {
+        let folder = Corpus.packageRoot.appendingPathComponent("Fuzz/seeds/images")
+        let targets: [String: FuzzTarget] = ["avif": .avif, "heic": .heic, "jxl": .jxl]
+        var checked = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() {
+            let ext = (name as NSString).pathExtension
+            guard let own = targets[ext] else { continue }
+            let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            XCTAssertEqual(ImageFormat.sniff(data)?.rawValue, ext, name)
+            XCTAssertNoThrow(try ImageDecoder().decode(data), name)
+            XCTAssertNotNil(ImageFileProperties(data: data), name)
+            for target in [own, .image, .probe] { XCTAssertNil(target.run(data), "\(name) through \(target)") }
+            for (otherExt, other) in targets where otherExt != ext {
+                XCTAssertNil(other.run(data), "\(name) through \(other)")
+                XCTAssertThrowsError(try ImageDecoder().decoder(for: ImageFormat(rawValue: otherExt)!).decode(data), name)
+            }
+            checked += 1
+        }
+        XCTAssertEqual(checked, 8)
     }
 }
