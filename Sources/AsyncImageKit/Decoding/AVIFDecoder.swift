@@ -18,7 +18,10 @@ import Foundation
 ///
 /// **Colour:** a `colr` ICC profile is applied with Little CMS, converting to
 /// sRGB, unless ``DecodingOptions/colorManagement`` says not to (see
-/// <doc:ColourManagement>). An `nclx` colour description is not yet applied.
+/// <doc:ColourManagement>); without one, an `nclx` colour description with
+/// SDR code points is converted as the equivalent PNG `cHRM`/`gAMA` chunks
+/// are (PQ and HLG are reported by ``ImageFileProperties/colorProfile``,
+/// not yet tone-mapped).
 ///
 /// **Downsampled:** AV1 has no reduced-size decode, so the image is decoded at
 /// full size, then area-averaged to ``DecodingOptions/naturalSize(for:)``.

@@ -115,10 +115,12 @@ struct AVIFHeader {
         return table[rotation & 3][column]
     }
 
-    /// The `colr` box's ICC profile, `nil` without one.
+    /// The `colr` box's ICC profile, else its `nclx` description (`nil`
+    /// when that leaves both primaries and transfer unspecified).
     static func colorSource(_ image: avifImage) -> ColorSource? {
-        guard let start = image.icc.data, image.icc.size > 0 else { return nil }
-        return .icc(Data(bytes: start, count: image.icc.size))
+        if let start = image.icc.data, image.icc.size > 0 { return .icc(Data(bytes: start, count: image.icc.size)) }
+        let nclx = NCLXColor(primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics))
+        return nclx.primaries == 2 && nclx.transfer == 2 ? nil : .nclx(nclx)
     }
 
     /// libavif's result code and its diagnostic, in words.

@@ -42,9 +42,19 @@ struct HEIFHeader {
         exif = Self.exif(handle)
     }
 
-    /// The primary image's ICC profile (`colr` of type `prof` or `rICC`), `nil` without one.
+    /// The primary image's ICC profile (`colr` of type `prof` or `rICC`),
+    /// else its `nclx` description, `nil` without either.
     static func colorSource(_ handle: OpaquePointer) -> ColorSource? {
         let type = heif_image_handle_get_color_profile_type(handle)
+        if type == heif_color_profile_type_nclx {
+            var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
+            guard heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok, let nclx else { return nil }
+            defer { heif_nclx_color_profile_free(nclx) }
+            let color = NCLXColor(
+                primaries: Int(nclx.pointee.color_primaries.rawValue),
+                transfer: Int(nclx.pointee.transfer_characteristics.rawValue))
+            return color.primaries == 2 && color.transfer == 2 ? nil : .nclx(color)
+        }
         guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else { return nil }
         let size = heif_image_handle_get_raw_color_profile_size(handle)
         guard size > 0, size <= ICCPayload.maxProfileSize else { return .malformed("an ICC profile of \(size) bytes") }

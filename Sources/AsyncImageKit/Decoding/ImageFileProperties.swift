@@ -276,7 +276,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
             self.init(
                 format: .avif, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
                 colorType: colorType, frameCount: header.frameCount, loopCount: header.frameCount > 1 ? 0 : nil,
-                hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha, exif: header.exif,
+                hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha, exif: header.exif,
                 colorProfile: profile(header.colorSource, .rgba))
         case .heic?:
             // libheif reads nothing until the file is whole (see HEIFContext):
@@ -288,7 +288,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .ycbcr)
             self.init(
                 format: .heic, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
-                colorType: colorType, hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha,
+                colorType: colorType, hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha,
                 exif: header.exif, colorProfile: profile(header.colorSource, .rgba))
         case .jxl?:
             // A still image's headers come first; an animation's frames are
@@ -302,7 +302,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 colorType: colorType, frameCount: header.frameCount,
                 loopCount: header.isAnimated && header.frameCount > 1
                     ? header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)) : nil,
-                hasICCProfile: header.colorSource != nil, hasTransparency: header.hasAlpha,
+                hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha,
                 colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil

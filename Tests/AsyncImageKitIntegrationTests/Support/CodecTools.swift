@@ -164,6 +164,22 @@ enum HEIFEditor {
     struct Malformed: Error {}
 
     static func addingTransforms(_ data: Data, rotation: Int?, mirror: Int?) throws -> Data {
+        var boxes: [[UInt8]] = []
+        if let rotation { boxes.append([0, 0, 0, 9] + Array("irot".utf8) + [UInt8(rotation)]) }
+        if let mirror { boxes.append([0, 0, 0, 9] + Array("imir".utf8) + [UInt8(mirror)]) }
+        return try addingProperties(data, boxes)
+    }
+
+    /// A `colr` box of type `nclx` (full range) with the H.273 code points, for ``addingProperties(_:_:)``.
+    static func nclx(primaries: UInt16, transfer: UInt16, matrix: UInt16) -> [UInt8] {
+        var box: [UInt8] = [0, 0, 0, 19] + Array("colr".utf8) + Array("nclx".utf8)
+        for value in [primaries, transfer, matrix] { box += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        return box + [0x80]
+    }
+
+    /// `data` with `boxes` (whole property boxes) added to the primary item
+    /// and its alpha image, as for ``addingTransforms(_:rotation:mirror:)``.
+    static func addingProperties(_ data: Data, _ boxes: [[UInt8]]) throws -> Data {
         var bytes = [UInt8](data)
         func u(_ at: Int, _ size: Int) -> Int { (0..<size).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
         func put(_ at: Int, _ size: Int, _ value: Int) {
@@ -201,10 +217,8 @@ enum HEIFEditor {
         else { throw Malformed() }
         let propertyCount = children(ipco.at + 8, ipco.at + ipco.size).count
 
-        var properties: [UInt8] = []
-        if let rotation { properties += [0, 0, 0, 9] + Array("irot".utf8) + [UInt8(rotation)] }
-        if let mirror { properties += [0, 0, 0, 9] + Array("imir".utf8) + [UInt8(mirror)] }
-        let added = properties.count / 9
+        let properties = boxes.flatMap { $0 }
+        let added = boxes.count
 
         // The targets' ipma entries: their association counts, where their associations end.
         let version = bytes[ipma.at + 8]
