@@ -62,7 +62,9 @@ import Foundation
 ///   as one: ``hasICCProfile`` is then true), and an animation's frames
 ///   counted from their headers. The colour type is ``ImageColorType/rgb``
 ///   or ``ImageColorType/rgba`` (grey: ``ImageColorType/grayscale``,
-///   ``ImageColorType/grayscaleAlpha``). EXIF boxes are not read yet.
+///   ``ImageColorType/grayscaleAlpha``). An `Exif` box before the
+///   codestream (where `cjxl` puts it) is read into ``exif``; its
+///   orientation is the codestream's own.
 public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
@@ -303,7 +305,7 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 loopCount: header.isAnimated && header.frameCount > 1
                     ? header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)) : nil,
                 hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha,
-                colorProfile: profile(header.colorSource, .rgba))
+                exif: header.exif, colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil
         }

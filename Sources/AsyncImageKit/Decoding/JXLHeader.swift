@@ -25,6 +25,12 @@ struct JXLHeader {
     var colorSource: ColorSource?
     /// Whether the encoded colour space is sRGB (an enumerated encoding).
     var isSRGB = false
+    /// The container's `Exif` box (Brotli-compressed `brob` ones too), when
+    /// it comes before the (first) frame header, where `cjxl` writes it.
+    var exif: EXIFProperties?
+
+    /// The most bytes an `Exif` box is read into.
+    static let maxExifSize = 1 << 20
 
     init(_ data: Data) {
         data.withBytes { bytes, count in read(bytes, count: count) }
@@ -35,18 +41,66 @@ struct JXLHeader {
             let decoder = JxlDecoderCreate(nil)
         else { return }
         defer { JxlDecoderDestroy(decoder) }
-        let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue
+        let events =
+            JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_BOX.rawValue
         // The orientation and size as stored: without this libjxl reports the
         // upright size and no orientation (what it decodes to).
         guard JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS,
             JxlDecoderSetKeepOrientation(decoder, 1) == JXL_DEC_SUCCESS,
+            JxlDecoderSetDecompressBoxes(decoder, 1) == JXL_DEC_SUCCESS,
             JxlDecoderSetInput(decoder, bytes, count) == JXL_DEC_SUCCESS
         else { return }
         JxlDecoderCloseInput(decoder)
+        // An Exif box's contents are whole at the next box event (or the end).
+        var exifBuffer: UnsafeMutableRawBufferPointer?
+        var foundExif: EXIFProperties?
+        func finishExif() {
+            guard let buffer = exifBuffer else { return }
+            let unused = min(JxlDecoderReleaseBoxBuffer(decoder), buffer.count)
+            // 4 bytes: the offset of the TIFF header; then the EXIF data.
+            let view = ByteView(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<(buffer.count - unused)]))
+            if let offset = view.u32(0), Int(offset) <= view.count - 4 {
+                foundExif = EXIFReader.read(view.suffix(from: 4 + Int(offset)))
+            }
+            buffer.deallocate()
+            exifBuffer = nil
+        }
+        defer {
+            finishExif()
+            exif = foundExif
+        }
         var frames = 0
         while true {
             let status = JxlDecoderProcessInput(decoder)
             switch status {
+            case JXL_DEC_BOX:
+                finishExif()
+                var type: (CChar, CChar, CChar, CChar) = (0, 0, 0, 0)
+                let typed = withUnsafeMutableBytes(of: &type) { raw in
+                    JxlDecoderGetBoxType(decoder, raw.baseAddress!.assumingMemoryBound(to: CChar.self), 1)
+                }
+                var size: UInt64 = 0
+                guard typed == JXL_DEC_SUCCESS, foundExif == nil,
+                    type == (CChar(UInt8(ascii: "E")), CChar(UInt8(ascii: "x")), CChar(UInt8(ascii: "i")), CChar(UInt8(ascii: "f"))),
+                    JxlDecoderGetBoxSizeRaw(decoder, &size) == JXL_DEC_SUCCESS
+                else { continue }
+                // A compressed box inflates: room for more than its raw size, bounded.
+                let capacity = Int(min(UInt64(Self.maxExifSize), max(64, size * 4)))
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)
+                exifBuffer = buffer
+                if JxlDecoderSetBoxBuffer(decoder, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), capacity)
+                    != JXL_DEC_SUCCESS
+                {
+                    buffer.deallocate()
+                    exifBuffer = nil
+                }
+            case JXL_DEC_BOX_NEED_MORE_OUTPUT:
+                // Over the bound: skipped.
+                if let buffer = exifBuffer {
+                    _ = JxlDecoderReleaseBoxBuffer(decoder)
+                    buffer.deallocate()
+                    exifBuffer = nil
+                }
             case JXL_DEC_BASIC_INFO:
                 var info = JxlBasicInfo()
                 guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS, info.xsize > 0, info.ysize > 0 else {
@@ -61,11 +115,13 @@ struct JXLHeader {
                 if isAnimated { playCount = Int(info.animation.num_loops) }
             case JXL_DEC_COLOR_ENCODING:
                 (colorSource, isSRGB) = JXLColor.source(decoder)
+            case JXL_DEC_FRAME:
+                // A still image's headers end at its frame header (after
+                // the boxes before it: `cjxl` puts a JPEG's Exif there).
                 if !isAnimated {
                     reachedEnd = true
                     return
                 }
-            case JXL_DEC_FRAME:
                 var header = JxlFrameHeader()
                 if JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS { frames += 1 }
                 frameCount = max(1, frames)

@@ -124,6 +124,7 @@ final class JXLDecoderTests: XCTestCase {
             let jxl = try tools.cjxl(file: jpeg, "jpg", ["--lossless_jpeg=1"])
             let properties = try XCTUnwrap(ImageFileProperties(data: jxl))
             XCTAssertEqual(properties.orientation, orientation)
+            XCTAssertEqual(properties.exif?.orientation, orientation, "the JPEG's Exif box")
             XCTAssertEqual(properties.pixelSize, source.size)
             let image = try ImageDecoder().decode(jxl)
             XCTAssertEqual(image.size, reference.size, "\(orientation)")
