@@ -6,9 +6,10 @@ import PackageDescription
 /// Layout (one concept per file, grouped by role):
 /// - `AsyncImageKit`: the library (the only product a user links).
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
-///   that owns every `setjmp` used by libpng and libjpeg. giflib, libwebp and
-///   Little CMS (`CGIF`, `CWebP`, `CLCMS2`) report errors by return value and
-///   are called from Swift.
+///   that owns every `setjmp` used by libpng and libjpeg. giflib, libwebp,
+///   libavif, libheif, libjxl and Little CMS (`CGIF`, `CWebP`, `CAVIF`,
+///   `CHEIF`, `CJXL`, `CLCMS2`) report errors by return value and are
+///   called from Swift.
 /// - `LoopbackHTTP`, `ImageFixtures`, `LoadMix`: support code for the tests,
 ///   the demo and the benchmark (a real HTTP/1.1 server on 127.0.0.1,
 ///   generated images, the load test's and the soak's request mix).
@@ -91,6 +92,24 @@ let package = Package(
             name: "CLCMS2", pkgConfig: "lcms2",
             providers: [.apt(["liblcms2-dev"])]),
 
+        // The modern formats (issue 32). Their libraries report errors by
+        // return value, never longjmp, so Swift calls them directly. Each
+        // shim stops the build with what to install when the headers are missing.
+        // libavif's pkg-config cflags hold -DAVIF_DLL, which SwiftPM
+        // refuses with a warning (and which only matters on Windows): its
+        // headers are in /usr/include, and the module map links it.
+        .systemLibrary(
+            name: "CAVIF",
+            providers: [.apt(["libavif-dev"])]),
+        .systemLibrary(
+            name: "CHEIF", pkgConfig: "libheif",
+            providers: [.apt(["libheif-dev"])]),
+        // As for libavif: libjxl's pkg-config cflags hold -DHWY_SHARED_DEFINE
+        // (for C++ users of highway), which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CJXL",
+            providers: [.apt(["libjxl-dev"])]),
+
         // The only C code: whole PNG/JPEG decodes and encodes inside one C
         // function each, so that no longjmp ever crosses a Swift frame.
         .target(name: "CImageCodecs", dependencies: ["CPNG", "CJPEG"]),
@@ -98,7 +117,7 @@ let package = Package(
         .target(
             name: "AsyncImageKit",
             dependencies: [
-                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CZlib", "CLCMS2", .product(name: "Logging", package: "swift-log"),
+                "CCurl", "CImageCodecs", "CGIF", "CWebP", "CAVIF", "CHEIF", "CJXL", "CZlib", "CLCMS2", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["MetricsSupport"])),
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",

@@ -21,6 +21,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case gif
     /// ``AsyncImageKit/WebPDecoder`` called directly (libwebp, libwebpdemux).
     case webp
+    /// ``AsyncImageKit/AVIFDecoder`` called directly (libavif, dav1d).
+    case avif
+    /// ``AsyncImageKit/HEIFDecoder`` called directly (libheif, libde265).
+    case heic
+    /// ``AsyncImageKit/JXLDecoder`` called directly (libjxl).
+    case jxl
     /// ``AsyncImageKit/ImageFormat/sniff(_:)`` and the registry's refusal of what it does not know.
     case sniff
     /// The header probe as the loader runs it on a transfer's first bytes:
@@ -54,6 +60,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .jpeg: return DecoderTargets.direct(data, decoder: JPEGDecoder())
         case .gif: return DecoderTargets.direct(data, decoder: GIFDecoder())
         case .webp: return DecoderTargets.direct(data, decoder: WebPDecoder())
+        case .avif: return DecoderTargets.direct(data, decoder: AVIFDecoder())
+        case .heic: return DecoderTargets.direct(data, decoder: HEIFDecoder())
+        case .jxl: return DecoderTargets.direct(data, decoder: JXLDecoder())
         case .sniff: return DecoderTargets.sniff(data)
         case .probe: return ProbeTarget.run(data)
         case .exif: return ProbeTarget.exif(data)

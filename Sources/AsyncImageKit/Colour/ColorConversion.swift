@@ -114,6 +114,10 @@ enum ColorConversion {
             guard !chunks.isSRGB, !layout.isCMYK else { return nil }
             return ColorTransformCache.shared.outcome(chunks: chunks, layout: layout, management: management)
                 .transform
+        case .nclx(let nclx):
+            guard let chunks = nclx.chunks, !chunks.isSRGB, !layout.isCMYK else { return nil }
+            return ColorTransformCache.shared.outcome(chunks: chunks, layout: layout, management: management)
+                .transform
         }
     }
 
@@ -141,6 +145,16 @@ enum ColorConversion {
             return ColorProfileInfo(
                 source: .pngGammaAndChromaticities, description: chunks.summary,
                 colorSpace: layout == .grayInRGBA ? .gray : .rgb, byteCount: 0, isSRGB: isSRGB, warning: warning)
+        case .nclx(let nclx):
+            guard let chunks = nclx.chunks else {
+                return ColorProfileInfo(
+                    source: .nclx, description: nclx.summary, colorSpace: .rgb, byteCount: 0, isSRGB: false,
+                    warning: "\(nclx.summary) is not converted (HDR or unknown code points)")
+            }
+            var info = self.info(for: .pngChunks(chunks), layout: layout)
+            info.source = .nclx
+            info.description = nclx.summary
+            return info
         case .icc(let profile):
             let details = ProfileDetails(profile)
             var info = ColorProfileInfo(

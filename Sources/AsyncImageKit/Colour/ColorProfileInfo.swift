@@ -12,6 +12,9 @@ public struct ColorProfileInfo: Sendable, Hashable, Codable {
         /// PNG `gAMA` and/or `cHRM` chunks (and no `iCCP` or `sRGB`): the
         /// decoder builds the equivalent profile.
         case pngGammaAndChromaticities
+        /// An AVIF or HEIC `nclx` colour description (and no ICC profile):
+        /// for SDR code points the decoder builds the equivalent profile.
+        case nclx
 
         /// The raw value.
         public var description: String { rawValue }

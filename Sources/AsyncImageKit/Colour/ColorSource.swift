@@ -14,6 +14,16 @@ enum ColorSource: Hashable, Sendable {
     case pngSRGB
     /// PNG `gAMA` and/or `cHRM` chunks.
     case pngChunks(PNGColorChunks)
+    /// An AVIF or HEIC `nclx` colour description.
+    case nclx(NCLXColor)
+
+    /// Whether this is (or was meant to be) an embedded ICC profile.
+    var isEmbeddedProfile: Bool {
+        switch self {
+        case .icc, .malformed: return true
+        case .pngSRGB, .pngChunks, .nclx: return false
+        }
+    }
 
     /// The source of `iCCP` (compressed), `sRGB`, `gAMA` and `cHRM` chunks,
     /// in PNG's order of precedence: `iCCP`, then `sRGB`, then `gAMA` and

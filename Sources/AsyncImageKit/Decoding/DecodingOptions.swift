@@ -6,11 +6,11 @@ public struct DecodingOptions: Sendable, Hashable {
     public static let defaultMaxFrames = 10_000
 
     /// The most pixels a decode may produce, counted over all frames of an
-    /// animated GIF or WebP. Checked from the header, before any pixel buffer is
+    /// animated GIF, WebP, AVIF or JPEG XL. Checked from the header, before any pixel buffer is
     /// allocated, so a decompression bomb costs nothing.
     public var maxPixels: Int
 
-    /// The most frames an animated GIF or WebP may have. Checked before
+    /// The most frames an animated GIF, WebP, AVIF or JPEG XL may have. Checked before
     /// each GIF frame is decoded and from a WebP's container before any
     /// frame is: a file of many tiny frames (each costs time and memory of
     /// its own, beyond its pixels) fails at stage `limits`, as one over

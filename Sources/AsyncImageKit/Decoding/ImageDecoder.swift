@@ -7,7 +7,7 @@ import Foundation
 /// let image = try ImageDecoder().decode(data, options: .init(targetSize: PixelSize(width: 256, height: 256)))
 /// ```
 public struct ImageDecoder: Sendable {
-    /// Creates a decoder for PNG, JPEG, GIF and WebP.
+    /// Creates a decoder for PNG, JPEG, GIF, WebP, AVIF, HEIC and JPEG XL.
     public init() {}
 
     /// The built-in decoder for a format (``ImageDecoderRegistry/default``'s:

@@ -17,13 +17,17 @@ public struct ImageDecoderRegistry: Sendable {
     /// No decoders at all.
     public init() {}
 
-    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib) and WebP (libwebp).
+    /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib), WebP (libwebp), AVIF
+    /// (libavif), HEIC (libheif) and JPEG XL (libjxl).
     public static let `default`: ImageDecoderRegistry = {
         var registry = ImageDecoderRegistry()
         registry.register(PNGDecoder())
         registry.register(JPEGDecoder())
         registry.register(GIFDecoder())
         registry.register(WebPDecoder())
+        registry.register(AVIFDecoder())
+        registry.register(HEIFDecoder())
+        registry.register(JXLDecoder())
         return registry
     }()
 

@@ -39,6 +39,32 @@ import Foundation
 ///   files; the bit depth is 8. The EXIF orientation is reported in ``exif``
 ///   but not applied (``orientation`` is ``ImageOrientation/up``), as
 ///   ``WebPDecoder`` does not apply it.
+/// - **AVIF**: the `ftyp`, `meta` and (for an image sequence) `moov` boxes
+///   as libavif's `avifDecoderParse` reads them, without decoding AV1 data:
+///   `ispe` (size), the bit depth (8, 10, 12), an alpha item, the frames of a
+///   sequence (which loops forever: ``loopCount`` 0), the `colr` ICC profile,
+///   the `Exif` item, and ``orientation`` from `irot` and `imir` (which
+///   ``AVIFDecoder`` applies; the EXIF orientation is reported in ``exif``
+///   only). The colour type is ``ImageColorType/ycbcr`` (``ImageColorType/rgba``
+///   with alpha; ``ImageColorType/grayscale`` or
+///   ``ImageColorType/grayscaleAlpha`` for monochrome, 4:0:0).
+/// - **HEIC**: the primary image as libheif reads its boxes (no HEVC data
+///   decoded): the size after `clap`, alpha, the luma bit depth, the `colr`
+///   ICC profile, the `Exif` item; and ``orientation`` from the primary
+///   item's `irot` and `imir` properties (read here, in their `ipma` order),
+///   which ``HEIFDecoder`` applies (the EXIF orientation is reported in
+///   ``exif`` only). Colour types as for AVIF; one frame. libheif reads no
+///   file cut short: such a file has no properties.
+/// - **JPEG XL**: libjxl's basic info (size as stored, ``orientation``,
+///   bits per sample, alpha, animation and its loop count, stored as plays
+///   and given as repeats as for WebP), the colour encoding (an ICC
+///   profile, or an enumerated encoding other than sRGB described by libjxl
+///   as one: ``hasICCProfile`` is then true), and an animation's frames
+///   counted from their headers. The colour type is ``ImageColorType/rgb``
+///   or ``ImageColorType/rgba`` (grey: ``ImageColorType/grayscale``,
+///   ``ImageColorType/grayscaleAlpha``). An `Exif` box before the
+///   codestream (where `cjxl` puts it) is read into ``exif``; its
+///   orientation is the codestream's own.
 public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// The format, sniffed from the signature.
     public var format: ImageFormat
@@ -54,7 +80,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var orientation: ImageOrientation
 
     /// Bits per sample as stored: PNG 1, 2, 4, 8 or 16 (for a palette image,
-    /// bits per index); the JPEG frame's precision (8, or 12); for GIF, bits
+    /// bits per index); the JPEG frame's precision (8, or 12); AVIF 8, 10 or
+    /// 12 (decoded to 8); for GIF, bits
     /// per palette index (1-8) of the global colour table, or of the first
     /// image's local table when there is no global one.
     public var bitDepth: Int
@@ -63,7 +90,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var colorType: ImageColorType
 
     /// The frames the decoders produce: the number of complete GIF image
-    /// descriptors, the `ANMF` chunks of an animated WebP, 1 for PNG, JPEG
+    /// descriptors, the `ANMF` chunks of an animated WebP, the samples of an
+    /// AVIF image sequence, 1 for PNG, JPEG
     /// and still WebP (an APNG's extra frames are not
     /// decoded; see ``animatedPNGFrameCount``).
     public var frameCount: Int
@@ -175,7 +203,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     /// everything they are read from, so that they are the whole file's
     /// ``init(data:)`` gives: a JPEG up to its first scan (long before its
     /// pixels), a PNG up to `IEND`, a GIF up to its trailer (its frames are
-    /// counted). Never for WebP: libwebp's reading of the headers depends on
+    /// counted), an AVIF once libavif can parse its boxes, a HEIC once it is
+    /// whole (libheif refuses a file cut short). Never for WebP: libwebp's reading of the headers depends on
     /// how many bytes it is given, even past the RIFF container's declared
     /// end, so only the whole body gives the whole file's properties. `nil`
     /// until then, and for what ``init(data:)`` refuses.
@@ -237,6 +266,46 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
                 hasICCProfile: header.hasICCProfile, hasTransparency: header.hasAlpha, exif: header.exif,
                 webPCompression: header.compression, animatedWebPPlayCount: header.playCount,
                 colorProfile: profile(header.colorSource, .rgba))
+        case .avif?:
+            // The boxes that say everything come first in files as encoders
+            // write them (`ftyp`, `meta`, `moov`, then `mdat`): once libavif
+            // parses a prefix, it has read what it would read of the whole file.
+            let header = AVIFHeader(data)
+            guard let size = header.size else { return nil }
+            let colorType: ImageColorType =
+                header.isMonochrome
+                ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .ycbcr)
+            self.init(
+                format: .avif, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, frameCount: header.frameCount, loopCount: header.frameCount > 1 ? 0 : nil,
+                hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha, exif: header.exif,
+                colorProfile: profile(header.colorSource, .rgba))
+        case .heic?:
+            // libheif reads nothing until the file is whole (see HEIFContext):
+            // a prefix has properties once it is the whole body.
+            let header = HEIFHeader(data)
+            guard let size = header.size else { return nil }
+            let colorType: ImageColorType =
+                header.isMonochrome
+                ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .ycbcr)
+            self.init(
+                format: .heic, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha,
+                exif: header.exif, colorProfile: profile(header.colorSource, .rgba))
+        case .jxl?:
+            // A still image's headers come first; an animation's frames are
+            // counted to the last, so a prefix has them once it is whole.
+            let header = JXLHeader(data)
+            guard let size = header.size, !requiringAllHeaders || header.reachedEnd else { return nil }
+            let colorType: ImageColorType =
+                header.isGray ? (header.hasAlpha ? .grayscaleAlpha : .grayscale) : (header.hasAlpha ? .rgba : .rgb)
+            self.init(
+                format: .jxl, pixelSize: size, orientation: header.orientation, bitDepth: header.bitDepth,
+                colorType: colorType, frameCount: header.frameCount,
+                loopCount: header.isAnimated && header.frameCount > 1
+                    ? header.playCount.flatMap(WebPDecoder.loopCount(forPlayCount:)) : nil,
+                hasICCProfile: header.colorSource?.isEmbeddedProfile ?? false, hasTransparency: header.hasAlpha,
+                exif: header.exif, colorProfile: profile(header.colorSource, .rgba))
         case nil:
             return nil
         }

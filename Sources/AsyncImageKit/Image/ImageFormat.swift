@@ -13,6 +13,15 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     case gif
     /// WebP: lossy (VP8), lossless (VP8L), with alpha, possibly animated.
     case webp
+    /// AVIF: AV1 images in a HEIF (ISO BMFF) container, still (`avif`) or
+    /// an image sequence (`avis`), with alpha, 8, 10 or 12 bits.
+    case avif
+    /// HEIC: HEVC images in a HEIF (ISO BMFF) container, as phones and
+    /// cameras write them (grids of tiles, alpha, 8 to 12 bits).
+    case heic
+    /// JPEG XL: a bare codestream or the ISO BMFF container, lossy or
+    /// lossless, with alpha, possibly animated.
+    case jxl
 
     /// The format whose signature `data` starts with, or `nil`.
     ///
@@ -20,6 +29,13 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// - JPEG: `FF D8 FF` (start of image followed by a marker)
     /// - GIF: `GIF87a` or `GIF89a`
     /// - WebP: `RIFF`, a 4-byte size, `WEBP` (12 bytes)
+    /// - AVIF: an ISO BMFF `ftyp` box first whose major or compatible brands
+    ///   include `avif` or `avis` (the content, not a file name, says AVIF)
+    /// - HEIC: the same box with `heic`, `heix`, `heim`, `heis`, `hevc` or
+    ///   `hevx` among its brands, or a major brand of `mif1` or `msf1`
+    ///   (HEIF's own) without `avif`/`avis`
+    /// - JPEG XL: `FF 0A` (a codestream) or the 12-byte container signature
+    ///   box `00 00 00 0C 4A 58 4C 20 0D 0A 87 0A`
     public static func sniff(_ data: Data) -> ImageFormat? {
         data.withUnsafeBytes { sniff(UnsafeRawBufferPointer($0)) }
     }
@@ -43,12 +59,55 @@ public enum ImageFormat: String, Sendable, Hashable, Codable, CaseIterable, Cust
         {
             return .webp
         }
+        if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] == 0x0A {
+            return .jxl
+        }
+        if bytes.count >= 12, zip(bytes.prefix(12), jxlContainer).allSatisfy({ $0 == $1 }) {
+            return .jxl
+        }
+        if let brands = isoBrands(bytes), brands.contains(where: { $0 == "avif" || $0 == "avis" }) {
+            return .avif
+        }
+        if let brands = isoBrands(bytes),
+            brands.contains(where: { ["heic", "heix", "heim", "heis", "hevc", "hevx"].contains($0) })
+                || brands[0] == "mif1" || brands[0] == "msf1"
+        {
+            return .heic
+        }
         return nil
     }
 
-    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`.
+    /// The brands of an ISO BMFF file's leading `ftyp` box (the major brand
+    /// first, then the compatible ones), or `nil` when the bytes do not start
+    /// with one. Only the brands present in `bytes` are read: a box cut short
+    /// gives its whole brands so far (the major brand needs 12 bytes).
+    /// The JPEG XL container's signature box.
+    private static let jxlContainer: [UInt8] = [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
+
+    static func isoBrands(_ bytes: UnsafeRawBufferPointer) -> [String]? {
+        guard bytes.count >= 12, bytes[4] == 0x66, bytes[5] == 0x74, bytes[6] == 0x79, bytes[7] == 0x70 else {
+            return nil
+        }
+        let size = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+        // A box size of 1 (a 64-bit size follows) or 0 (to the end) never holds an ftyp.
+        guard size >= 16, size <= 4096 else { return nil }
+        func brand(at offset: Int) -> String {
+            String(decoding: (offset..<offset + 4).map { bytes[$0] }, as: UTF8.self)
+        }
+        var brands = [brand(at: 8)]
+        // Bytes 12-15 are the minor version; the compatible brands follow, 4 bytes each.
+        var offset = 16
+        while offset + 4 <= min(size, bytes.count) {
+            brands.append(brand(at: offset))
+            offset += 4
+        }
+        return brands
+    }
+
+    /// The lower-case name: `png`, `jpeg`, `gif`, `webp`, `avif`, `heic`, `jxl`.
     public var description: String { rawValue }
 
-    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+    /// The format's media type (`image/png`, `image/jpeg`, `image/gif`, `image/webp`, `image/avif`, `image/heic`,
+    /// `image/jxl`).
     public var mimeType: String { "image/\(rawValue)" }
 }
