@@ -13,12 +13,14 @@ import Foundation
 /// ```
 public struct ImageDecoderRegistry: Sendable {
     private var decoders: [ImageFormat: any ImageDecoding] = [:]
+    private var acceptWeights: [ImageFormat: Double] = [:]
 
     /// No decoders at all.
     public init() {}
 
     /// PNG (libpng), JPEG (libjpeg-turbo), GIF (giflib), WebP (libwebp), AVIF
-    /// (libavif), HEIC (libheif) and JPEG XL (libjxl).
+    /// (libavif), HEIC (libheif) and JPEG XL (libjxl), each at its
+    /// ``ImageFormat/defaultAcceptWeight``.
     public static let `default`: ImageDecoderRegistry = {
         var registry = ImageDecoderRegistry()
         registry.register(PNGDecoder())
@@ -32,17 +34,51 @@ public struct ImageDecoderRegistry: Sendable {
     }()
 
     /// Uses `decoder` for its ``ImageDecoding/format`` from now on.
-    public mutating func register(_ decoder: any ImageDecoding) {
+    ///
+    /// - Parameter acceptWeight: how much a loader using this registry asks
+    ///   servers for the format (its q-value in ``acceptHeader``, 0 to 1;
+    ///   0 leaves it out, though it is still decoded when a server sends
+    ///   it); nil: ``ImageFormat/defaultAcceptWeight``.
+    public mutating func register(_ decoder: any ImageDecoding, acceptWeight: Double? = nil) {
         decoders[decoder.format] = decoder
+        acceptWeights[decoder.format] = max(0, min(1, acceptWeight ?? decoder.format.defaultAcceptWeight))
     }
 
     /// The formats that have a decoder.
     public var formats: Set<ImageFormat> { Set(decoders.keys) }
 
-    /// An `Accept` header value naming the formats that have a decoder
-    /// (anything else at a low weight: a server that ignores the types still answers).
+    /// The `Accept` header value of a loader using this registry (the
+    /// default of ``AsyncImageLoader/Configuration/acceptHeader``): the
+    /// formats that have a decoder, most wanted first, each with its weight
+    /// as a q-value when below 1; then `*/*;q=0.1`, so that a server that
+    /// only has something else still answers (its bytes are sniffed, never
+    /// trusted by type). The default registry's:
+    ///
+    /// ```
+    /// image/avif,image/jxl,image/webp,image/heic;q=0.9,image/png;q=0.8,image/jpeg;q=0.8,image/gif;q=0.8,*/*;q=0.1
+    /// ```
+    ///
+    /// Formats of equal weight are listed AVIF, JPEG XL, WebP, HEIC, PNG,
+    /// JPEG, GIF (a server that ignores q-values may take the first it has).
     public var acceptHeader: String {
-        (formats.map(\.mimeType).sorted() + ["*/*;q=0.1"]).joined(separator: ",")
+        let rank = { (format: ImageFormat) in ImageFormat.acceptOrder.firstIndex(of: format) ?? Int.max }
+        let wanted = acceptWeights.filter { decoders[$0.key] != nil && $0.value > 0 }
+            .sorted { $0.value != $1.value ? $0.value > $1.value : rank($0.key) < rank($1.key) }
+        let members = wanted.map { format, weight in
+            weight >= 1 ? format.mimeType : "\(format.mimeType);q=\(Self.qValue(weight))"
+        }
+        return (members + ["*/*;q=0.1"]).joined(separator: ",")
+    }
+
+    /// A q-value as RFC 9110 §12.4.2 writes it: at most three decimals, no
+    /// trailing zeros (0.8, 0.25, 0.001).
+    static func qValue(_ weight: Double) -> String {
+        let thousandths = Int((max(0.001, min(1, weight)) * 1000).rounded())
+        guard thousandths < 1000 else { return "1" }
+        var digits = String(thousandths)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "0." + digits
     }
 
     /// The decoder registered for `format`, if any.

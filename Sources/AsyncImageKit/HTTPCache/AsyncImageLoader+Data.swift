@@ -67,7 +67,9 @@ struct DataExchange: Sendable {
     let timeout: Double
     let urlPolicy: URLPolicy
 
-    private var headers: [String: String] { request.headers }
+    /// The request's headers with the loader's `Accept` unless it names
+    /// one: what is sent and what `Vary` compares.
+    private var headers: [String: String] { request.transferHeaders(accept: loader.acceptHeader) }
     private var policy: HTTPCachePolicy { cache?.policy ?? .private }
     private var readsCache: Bool {
         !request.cachePolicy.contains(.skipDiskReads) && HTTPCachePolicy.value("range", in: headers) == nil

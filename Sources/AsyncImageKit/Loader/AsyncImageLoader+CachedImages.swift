@@ -44,7 +44,7 @@ extension AsyncImageLoader {
         let rules = StaleRules(offline: true, servesWhileRevalidating: false, servesOnError: false)
         guard
             case .usable(let stored, _) = httpCache.lookUp(
-                key, requestHeaders: request.headers, processings: [], needsFullSize: false, rules: rules,
+                key, requestHeaders: request.transferHeaders(accept: acceptHeader), processings: [], needsFullSize: false, rules: rules,
                 now: Date().timeIntervalSince1970)
         else { return nil }
         let generation = stored.entry.generation

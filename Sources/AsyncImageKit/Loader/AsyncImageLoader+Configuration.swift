@@ -72,6 +72,17 @@ extension AsyncImageLoader {
         public var endsTransfersAtDCScans = true
         /// The decoders, picked by sniffed format (default ``ImageDecoderRegistry/default``).
         public var decoders: ImageDecoderRegistry
+        /// The `Accept` header of the loader's transfers, for requests
+        /// whose ``ImageRequest/headers`` name none (default nil:
+        /// ``decoders``' ``ImageDecoderRegistry/acceptHeader``, the formats
+        /// it can decode, most wanted first). It replaces the transport's
+        /// own `Accept` (``TransportConfiguration/headers``); "" sends none.
+        ///
+        /// A response that says `Vary: Accept` is stored with the `Accept`
+        /// it was fetched with and served from the disk cache only to a
+        /// request that sends the same (RFC 9111 §4.1): a loader, or a
+        /// request, that asks for other formats fetches its own.
+        public var acceptHeader: String?
         /// Whether and how tagged images are converted to sRGB, for every
         /// request that does not say (its ``ImageRequest/colorManagement``
         /// is nil). Default ``ColorManagement/default``: converted, relative

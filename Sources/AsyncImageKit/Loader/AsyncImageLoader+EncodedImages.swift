@@ -113,6 +113,7 @@ extension AsyncImageLoader {
                 return state.diskCache.map { ($0, state.httpCache, offline) }
             })
         else { return nil }
+        let accept = acceptHeader
         return await withCheckedContinuation { continuation in
             diskQueue.async {
                 let httpCache = HTTPCache(policy: policy, store: ImageDiskStore(cache: disk))
@@ -120,7 +121,7 @@ extension AsyncImageLoader {
                 // The lookup a load makes (`HTTPCache.lookUp`), for the
                 // headers entry alone: whether the response may be used now.
                 let lookup = httpCache.lookUp(
-                    key, requestHeaders: request.headers, processings: [], needsFullSize: false,
+                    key, requestHeaders: request.transferHeaders(accept: accept), processings: [], needsFullSize: false,
                     rules: StaleRules(request.cachePolicy, isFileURL: false, networkDown: offline),
                     now: Date().timeIntervalSince1970)
                 guard case .usable(let stored, let staleness) = lookup,

@@ -118,6 +118,10 @@ public final class AsyncImageLoader: Sendable {
     let colorManagement: ColorManagement
     /// Whether the network can be reached (nil: the loader is never offline).
     let reachability: (any NetworkReachability)?
+    /// The `Accept` header its transfers send for requests that name none
+    /// (``Configuration/acceptHeader``, by default its decoders'
+    /// ``ImageDecoderRegistry/acceptHeader``).
+    public let acceptHeader: String
 
     /// Creates a loader from a ``Configuration``.
     public init(configuration: Configuration) {
@@ -125,7 +129,8 @@ public final class AsyncImageLoader: Sendable {
         decoders = configuration.decoders
         colorManagement = configuration.colorManagement
         reachability = configuration.reachability
-        state = Locked(LoaderState(configuration))
+        acceptHeader = configuration.acceptHeader ?? configuration.decoders.acceptHeader
+        state = Locked(LoaderState(configuration, accept: acceptHeader))
         if let limit = configuration.pixelPoolByteLimit { PixelBufferPool.shared.byteLimit = limit }
         watchReachability()
     }

@@ -33,6 +33,16 @@ public struct ImageRequest: Sendable, Hashable {
         }
     }
 
+    /// The request headers its transfer sends and the disk cache's `Vary`
+    /// compares: its own ``headers``, with `accept` (the loader's
+    /// `Accept`) unless they name one (case-insensitively).
+    func transferHeaders(accept: String) -> [String: String] {
+        guard !headers.keys.contains(where: { $0.caseInsensitiveCompare("accept") == .orderedSame }) else { return headers }
+        var headers = headers
+        headers["Accept"] = accept
+        return headers
+    }
+
     /// This request as a loader whose default is `loaderDefault` makes it:
     /// itself when it names its own colour management or the default is
     /// the standard one, else a copy with `loaderDefault` (and its key).
@@ -54,7 +64,11 @@ public struct ImageRequest: Sendable, Hashable {
     /// Request headers sent with its transfer (over the transport's own).
     /// Requests for one URL share a transfer only when their headers are
     /// equal. Headers do not change the ``cacheKey``: images that differ per
-    /// user need URLs (or keys) of their own.
+    /// user need URLs (or keys) of their own. An `Accept` here replaces the
+    /// loader's (``AsyncImageLoader/Configuration/acceptHeader``) for this
+    /// request: `["Accept": "image/jpeg"]` asks a negotiating server for a
+    /// JPEG; the disk cache serves it a stored response that says
+    /// `Vary: Accept` only if it was fetched with the same `Accept`.
     public var headers: [String: String]
     /// Which caches it reads and writes, and whether it may use the network
     /// (default ``ImageCachePolicy/useCaches``). Requests share a transfer

@@ -55,8 +55,10 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// The `User-Agent` header.
     public var userAgent: String
     /// Headers sent with every transfer (default: an `Accept` naming the
-    /// formats the built-in decoders read). A request's own headers replace
-    /// these by name.
+    /// formats the built-in decoders read, ``defaultAccept``). A request's
+    /// own headers replace these by name; a loader's transfers always name
+    /// their `Accept` (``AsyncImageLoader/Configuration/acceptHeader``), so
+    /// this one is for the transport used on its own.
     public var headers: [String: String]
     /// A PEM file of the certificate authorities that `https` servers'
     /// certificates must chain to, in place of the system's store (libcurl's

@@ -18,7 +18,9 @@ final class ServerRequestHeaderTests: XCTestCase {
             success: h.log.success, failure: h.log.failure)
         wait(for: [h.log.outcomes(2, self)], timeout: 15)
         let defaults = try XCTUnwrap(h.server.headers(of: plain))
-        XCTAssertEqual(defaults["accept"], "image/avif,image/gif,image/heic,image/jpeg,image/jxl,image/png,image/webp,*/*;q=0.1")
+        XCTAssertEqual(
+            defaults["accept"],
+            "image/avif,image/jxl,image/webp,image/heic;q=0.9,image/png;q=0.8,image/jpeg;q=0.8,image/gif;q=0.8,*/*;q=0.1")
         XCTAssertNil(defaults["x-token"])
         let sent = try XCTUnwrap(h.server.headers(of: custom))
         XCTAssertEqual(sent["x-token"], "abc")

@@ -3,6 +3,13 @@
 /// a URL that is queued or loading join it. Guarded by the loader's lock.
 struct JobTable {
     private var jobs: [String: LoadJob] = [:]
+    /// The loader's `Accept`: sent by every job whose requests name none
+    /// (see ``ImageRequest/transferHeaders(accept:)``).
+    let accept: String
+
+    init(accept: String) {
+        self.accept = accept
+    }
 
     /// The job `record` joins: its URL's, unless that job had only stored
     /// processed images and none of the record's size, or its transfer
@@ -13,7 +20,7 @@ struct JobTable {
         let usesStoredImages = jobs[record.jobKey] == nil
         let key = usesStoredImages ? record.jobKey : LoadJob.bodyJobKey(record.jobKey)
         if let existing = jobs[key] { return existing }
-        let job = LoadJob(for: record, usesStoredImages: usesStoredImages)
+        let job = LoadJob(for: record, usesStoredImages: usesStoredImages, accept: accept)
         jobs[job.key] = job
         return job
     }

@@ -26,7 +26,9 @@ final class LoadJob: @unchecked Sendable {
 
     /// The URL (every request's `request.url`).
     let url: URL
-    /// The request headers of every request that shares it.
+    /// The request headers of every request that shares it, with the
+    /// loader's `Accept` unless they name one: what its transfer sends and
+    /// the disk cache's `Vary` compares.
     let headers: [String: String]
     /// The key in the loader's table of jobs: the URL's absolute string and the headers.
     let key: String
@@ -51,9 +53,9 @@ final class LoadJob: @unchecked Sendable {
     /// A job for `record`'s URL. `usesStoredImages`: false for the job
     /// that fetches the body for requests a job of stored images could not
     /// serve (see ``bodyJobKey``).
-    init(for record: LoadRequest, usesStoredImages: Bool = true) {
+    init(for record: LoadRequest, usesStoredImages: Bool = true, accept: String) {
         self.url = record.request.url
-        self.headers = record.request.headers
+        self.headers = record.request.transferHeaders(accept: accept)
         self.key = usesStoredImages ? record.jobKey : Self.bodyJobKey(record.jobKey)
         self.diskKey = record.diskKey
         self.policy = record.request.cachePolicy.intersection(Self.transferPolicy)

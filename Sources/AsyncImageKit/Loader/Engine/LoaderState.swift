@@ -34,7 +34,7 @@ struct LoaderState {
     /// The request stage: pending requests by URL and by target (lanes).
     var requests = RequestTable()
     /// The job stage: one transfer per URL.
-    var jobs = JobTable()
+    var jobs: JobTable
     /// The transfer stage: the queue of lanes and the slots.
     var slots: TransferSlots
     /// The decode stage: bodies waiting for a decoder.
@@ -58,8 +58,9 @@ struct LoaderState {
     var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var nextIdleWaiter: UInt64 = 0
 
-    init(_ configuration: AsyncImageLoader.Configuration) {
+    init(_ configuration: AsyncImageLoader.Configuration, accept: String) {
         cache = configuration.cache
+        jobs = JobTable(accept: accept)
         slots = TransferSlots(
             concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare,
             order: configuration.queueOrder)
