@@ -35,10 +35,12 @@ public struct ImageDecoderRegistry: Sendable {
 
     /// Uses `decoder` for its ``ImageDecoding/format`` from now on.
     ///
-    /// - Parameter acceptWeight: how much a loader using this registry asks
-    ///   servers for the format (its q-value in ``acceptHeader``, 0 to 1;
-    ///   0 leaves it out, though it is still decoded when a server sends
-    ///   it); nil: ``ImageFormat/defaultAcceptWeight``.
+    /// - Parameters:
+    ///   - decoder: the decoder; it replaces any registered for its format.
+    ///   - acceptWeight: how much a loader using this registry asks servers
+    ///     for the format (its q-value in ``acceptHeader``, 0 to 1; 0 leaves
+    ///     it out, though it is still decoded when a server sends it); nil:
+    ///     ``ImageFormat/defaultAcceptWeight``.
     public mutating func register(_ decoder: any ImageDecoding, acceptWeight: Double? = nil) {
         decoders[decoder.format] = decoder
         acceptWeights[decoder.format] = max(0, min(1, acceptWeight ?? decoder.format.defaultAcceptWeight))
