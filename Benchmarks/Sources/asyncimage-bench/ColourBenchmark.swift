@@ -16,7 +16,7 @@ import ImageFixtures
 func runColourBenchmark(seconds: Double, output: String, profiles: [String]) throws {
     let folder = URL(fileURLWithPath: output).appendingPathComponent("colour")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let reference = try compileColourReference(into: folder)
+    let reference = try ReferenceProgram(folder: "reference-colour", name: "colour_reference", packages: ["lcms2"], into: folder)
     let (width, height) = (4000, 3000)
     let megapixels = Double(width * height) / 1e6
     let untagged = try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: width, height: height, seed: 31))
@@ -41,10 +41,10 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
         let pixelsPath = folder.appendingPathComponent("\(name).rgba")
         try packedRows(plain).write(to: pixelsPath)
         let runs = max(5, Int(seconds / max(transform, 0.01)))
-        let line = try runReference(reference, [path, pixelsPath.path, "\(width)", "\(height)", "\(runs)"])
+        let line = try reference.run([path, pixelsPath.path, "\(width)", "\(height)", "\(runs)"])
         try? FileManager.default.removeItem(at: pixelsPath)
         let cMegapixelsPerSecond = Double(line["median_mpx_per_s"] ?? "") ?? .nan
-        let same = line["checksum"] == String(format: "%016llx", fnv1a(packedRows(converted)))
+        let same = line["checksum"] == ReferenceProgram.checksum(converted)
         print("\(name) (\(profile.count) bytes)")
         row("  decode, colour management off", megapixels / decodeOff, String(format: "%.1f ms", decodeOff * 1000))
         row("  decode, converted to sRGB", megapixels / decodeOn, String(format: "%.1f ms", decodeOn * 1000))
@@ -75,48 +75,4 @@ private func packedRows(_ image: Image) -> Data {
         packed.append(pixels[start..<start + rowBytes])
     }
     return packed
-}
-
-/// FNV-1a, 64 bits, as the C program computes it.
-private func fnv1a(_ data: Data) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in data {
-        hash ^= UInt64(byte)
-        hash &*= 0x0000_0100_0000_01b3
-    }
-    return hash
-}
-
-/// Compiles the C reference (next to this package's sources) into `folder`.
-private func compileColourReference(into folder: URL) throws -> URL {
-    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../reference-colour/colour_reference.c").standardized
-    let binary = folder.appendingPathComponent("colour_reference")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", "cc -O2 -o '\(binary.path)' '\(source.path)' $(pkg-config --cflags --libs lcms2)"]
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "cannot compile \(source.path)"])
-    }
-    return binary
-}
-
-/// Runs the C program; its `key=value` line.
-private func runReference(_ binary: URL, _ arguments: [String]) throws -> [String: String] {
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    var fields: [String: String] = [:]
-    for pair in text.split(whereSeparator: \.isWhitespace) {
-        let parts = pair.split(separator: "=", maxSplits: 1)
-        if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
-    }
-    return fields
 }

@@ -117,6 +117,20 @@ final class BenchmarkHarnessTests: XCTestCase {
         XCTAssertTrue(updated.contains("](../out/cpu-per-image.png)"), "plots not linked relative to the file")
     }
 
+    /// `formats --smoke`: the C reference compiled and run for AVIF, HEIC
+    /// and JPEG XL, every row measured on both sides, and the full-size
+    /// pixels the same as the C program's.
+    func testFormatsSmokeRunComparesWithTheCProgram() throws {
+        let result = try run(["formats", "--smoke", "--output", folder.appendingPathComponent("out").path])
+        XCTAssertEqual(result.status, 0, result.errors)
+        for label in ["AVIF 8-bit", "AVIF 10-bit", "HEIC", "JPEG XL"] {
+            let rows = result.output.split(separator: "\n").filter { $0.hasPrefix("| \(label), ") }
+            XCTAssertEqual(rows.count, 3, "\(label):\n\(result.output)")
+            XCTAssertEqual(rows.filter { $0.hasSuffix("| yes |") }.count, 2, "\(label): full-size pixels differ:\n\(result.output)")
+        }
+        XCTAssertEqual(result.output.components(separatedBy: "| goal: ").count - 1, 4)
+    }
+
     /// Refusals come from the argument parser: EX_USAGE (64), what is wrong, and the subcommand's usage.
     func testBadOptionsAreRefusedWithUsage() throws {
         let refused: [(arguments: [String], says: String)] = [
@@ -146,7 +160,7 @@ final class BenchmarkHarnessTests: XCTestCase {
             return line.split(separator: " ").first.map(String.init)
         })
         for workload in [
-            "all", "decode", "resize", "loader", "cache", "disk", "scale", "thumbnails", "progressive", "soak", "net",
+            "all", "decode", "resize", "formats", "loader", "cache", "disk", "scale", "thumbnails", "progressive", "soak", "net",
             "net-report", "nginx-serve",
         ] {
             XCTAssertTrue(listed.contains(workload), "\(workload) is not in the help:\n\(result.output)")

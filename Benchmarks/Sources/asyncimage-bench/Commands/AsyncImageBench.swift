@@ -18,7 +18,7 @@ struct AsyncImageBench: ParsableCommand {
                 Benchmarks/.build/release/asyncimage-bench all --smoke
             """,
         subcommands: [
-            AllCommand.self, DecodeCommand.self, ResizeCommand.self, ColourCommand.self, LoaderCommand.self, CacheCommand.self,
+            AllCommand.self, DecodeCommand.self, ResizeCommand.self, ColourCommand.self, FormatsCommand.self, LoaderCommand.self, CacheCommand.self,
             DiskCommand.self, ScaleCommand.self, ThumbnailsCommand.self, ProgressiveCommand.self, SoakCommand.self,
             NetCommand.self, NetReportCommand.self, NginxServeCommand.self,
             // The child processes.

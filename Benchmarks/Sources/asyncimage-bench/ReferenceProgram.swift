@@ -1,0 +1,64 @@
+import AsyncImageKit
+import Foundation
+
+/// A small C program next to this package's sources (`reference-*/NAME.c`),
+/// compiled with `cc -O2` into a benchmark's output folder and run as a
+/// child: the yardstick that does a measured piece of work with a C
+/// library's own calls. It answers with one line of `key=value` pairs.
+struct ReferenceProgram {
+    let binary: URL
+
+    /// Compiles `reference-<folder>/<name>.c` against the pkg-config
+    /// `packages` into `output`.
+    init(folder: String, name: String, packages: [String], into output: URL) throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../\(folder)/\(name).c").standardized
+        binary = output.appendingPathComponent(name)
+        let status = try Self.run(
+            URL(fileURLWithPath: "/bin/sh"),
+            ["-c", "cc -O2 -o '\(binary.path)' '\(source.path)' $(pkg-config --cflags --libs \(packages.joined(separator: " ")))"]
+        ).status
+        guard status == 0 else { throw BenchError("cannot compile \(source.path) (pkg-config \(packages.joined(separator: " ")))") }
+    }
+
+    /// Runs the program with `arguments`: its `key=value` line.
+    func run(_ arguments: [String]) throws -> [String: String] {
+        let (status, text) = try Self.run(binary, arguments)
+        guard status == 0 else { throw BenchError("\(binary.lastPathComponent) \(arguments.joined(separator: " ")) failed (\(status))") }
+        var fields: [String: String] = [:]
+        for pair in text.split(whereSeparator: \.isWhitespace) {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
+    }
+
+    /// Runs `executable` to its end: its exit status and standard output.
+    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    /// FNV-1a (64 bits) of an image's first frame, rows packed, as the C
+    /// programs compute it over their output: both sides made the same pixels.
+    static func checksum(_ image: Image) -> String {
+        let rowBytes = image.width * 4
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        image.pixels.withUnsafeBytes { raw in
+            for y in 0..<image.height {
+                for byte in raw[(y * image.bytesPerRow)..<(y * image.bytesPerRow + rowBytes)] {
+                    hash ^= UInt64(byte)
+                    hash &*= 0x0000_0100_0000_01b3
+                }
+            }
+        }
+        return String(format: "%016llx", hash)
+    }
+}
