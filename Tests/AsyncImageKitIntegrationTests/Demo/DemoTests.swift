@@ -328,6 +328,39 @@ final class DemoTests: XCTestCase {
         XCTAssertTrue(lines[1].contains("\"ok\":false"))
     }
 
+    /// `decode` on AVIF, HEIC and JPEG XL files made with Debian's
+    /// encoders: the JSON line's `format` names each; a truncated AVIF and
+    /// a corrupt JPEG XL fail with the format named and a readable error.
+    func testDecodeSubcommandNamesTheModernFormats() throws {
+        let tools = try CodecTools(["avifenc": "libavif-bin", "heif-enc": "libheif-examples", "cjxl": "libjxl-tools"])
+        defer { tools.remove() }
+        let picture = SyntheticImage.quadrants(width: 40, height: 30)
+        let avif = try tools.avifenc([picture])
+        var jxl = try tools.cjxl(picture, ["-d", "1"])
+        jxl.replaceSubrange(jxl.count / 2..<jxl.count, with: Data(repeating: 0xA5, count: jxl.count - jxl.count / 2))
+        let files: [(name: String, data: Data)] = [
+            ("p.avif", avif), ("p.heic", try tools.heifenc(picture, CodecTools.losslessHEIC + ["--no-alpha"])),
+            ("p.jxl", try tools.cjxl(picture, ["-d", "0"])), ("cut.avif", avif.prefix(avif.count * 2 / 3)), ("bad.jxl", jxl),
+        ]
+        var paths: [String] = []
+        for file in files {
+            let url = folder.appendingPathComponent(file.name)
+            try file.data.write(to: url)
+            paths.append(url.path)
+        }
+        let result = try run(["decode"] + paths)
+        XCTAssertEqual(result.status, 1, "two files fail")
+        let lines = String(decoding: result.output, as: UTF8.self).split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 5)
+        for (line, format) in zip(lines.prefix(3), ["avif", "heic", "jxl"]) {
+            XCTAssertTrue(line.contains("\"ok\":true,\"format\":\"\(format)\",\"width\":40,\"height\":30,\"frames\":1"), line)
+        }
+        for (line, format) in zip(lines.suffix(2), ["avif", "jxl"]) {
+            XCTAssertTrue(line.contains("\"ok\":false,\"format\":\"\(format)\""), line)
+            XCTAssertTrue(line.contains("\"error\":\"cannot decode \(format) (pixels): "), line)
+        }
+    }
+
     private struct AlbumReport: Decodable {
         struct Step: Decodable {
             let sizeClass: String
