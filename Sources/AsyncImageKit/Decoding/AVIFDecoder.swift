@@ -6,8 +6,9 @@ import Foundation
 /// 4:2:0 and monochrome.
 ///
 /// **Pixels:** libavif converts YUV to straight (not premultiplied) 8-bit
-/// RGBA, 10- and 12-bit samples rounded to 8 bits; a file whose colour is
-/// stored premultiplied is divided back. Without an alpha item every pixel is
+/// RGBA, 10- and 12-bit samples rounded to 8 bits (an HDR image's are tone
+/// mapped from their own depth); a file whose colour is stored
+/// premultiplied is divided back. Without an alpha item every pixel is
 /// opaque.
 ///
 /// **Orientation:** the `irot` and `imir` properties are applied (rotation
@@ -20,8 +21,9 @@ import Foundation
 /// sRGB, unless ``DecodingOptions/colorManagement`` says not to (see
 /// <doc:ColourManagement>); without one, an `nclx` colour description with
 /// SDR code points is converted as the equivalent PNG `cHRM`/`gAMA` chunks
-/// are (PQ and HLG are reported by ``ImageFileProperties/colorProfile``,
-/// not yet tone-mapped).
+/// are, and one with the PQ or HLG transfer (HDR) is tone mapped to SDR as
+/// ``HDRToneMapping`` says (its source peak from the `clli` or `mdcv`
+/// property), from the samples at their own depth.
 ///
 /// **Downsampled:** AV1 has no reduced-size decode, so the image is decoded at
 /// full size, then area-averaged to ``DecodingOptions/naturalSize(for:)``.
@@ -101,17 +103,21 @@ public struct AVIFDecoder: ImageDecoding {
 
         let orientation = AVIFHeader.orientation(parsed.pointee)
         let hasAlpha = decoder.pointee.alphaPresent != 0
-        let transform = ColorConversion.transform(
-            for: AVIFHeader.colorSource(parsed.pointee), layout: .rgba, management: options.colorManagement)
-        let full = PixelSize(width: width, height: height)
-        let upright = orientation.swapsDimensions ? full.transposed : full
+        let colorSource = AVIFHeader.colorSource(parsed.pointee, bytes, count: count)
+        let toneMapping = ColorConversion.toneMapping(for: colorSource, management: options.colorManagement)
+        let transform =
+            toneMapping == nil
+            ? ColorConversion.transform(for: colorSource, layout: .rgba, management: options.colorManagement) : nil
+        let stored = PixelSize(width: width, height: height)
+        let upright = orientation.swapsDimensions ? stored.transposed : stored
         // The stored size the upright natural size comes from.
         let natural = options.naturalSize(for: upright)
         let storedTarget = orientation.swapsDimensions ? natural.transposed : natural
-        let resizes = options.targetSize != nil && storedTarget != full
+        let resizes = options.targetSize != nil && storedTarget != stored
         guard storedTarget.width > 0, storedTarget.height > 0 else { throw failure(.pixels, "cannot scale to \(natural)") }
 
-        let bytesPerRow = width * 4
+        let bytesPerRow = stored.width * 4
+        var mapper: HDRToneMapper?
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         for index in 0..<frameCount {
@@ -124,34 +130,71 @@ public struct AVIFDecoder: ImageDecoding {
             guard Int(image.pointee.width) == width, Int(image.pointee.height) == height else {
                 throw failure(.pixels, "frame \(index) is \(image.pointee.width)x\(image.pointee.height), not \(width)x\(height)")
             }
-            let pixels = try PixelMemory.make(bytesPerRow * height) { out throws(AsyncImageError) in
-                var rgb = avifRGBImage()
-                avifRGBImageSetDefaults(&rgb, image)
-                rgb.format = AVIF_RGB_FORMAT_RGBA
-                rgb.depth = 8
-                rgb.alphaPremultiplied = 0
-                rgb.pixels = out
-                rgb.rowBytes = UInt32(bytesPerRow)
-                let converted = avifImageYUVToRGB(image, &rgb)
-                guard converted == AVIF_RESULT_OK else {
-                    throw failure(
-                        converted == AVIF_RESULT_OUT_OF_MEMORY ? .memory : .pixels,
-                        AVIFHeader.message(converted, decoder, "converting frame \(index) to RGBA"))
-                }
-                transform?.apply(out, width: width, height: height, bytesPerRow: bytesPerRow)
+            let depth = Int(image.pointee.depth)
+            if let toneMapping, mapper?.maxCode != (1 << depth) - 1 {
+                mapper = HDRToneMapper(toneMapping, primaries: Int(image.pointee.colorPrimaries), bitDepth: depth)
+            }
+            let pixels = try PixelMemory.make(bytesPerRow * stored.height) { out throws(AsyncImageError) in
+                try convert(image, decoder, frame: index, mapper: mapper, into: out, bytesPerRow: bytesPerRow)
+                transform?.apply(out, width: stored.width, height: stored.height, bytesPerRow: bytesPerRow)
             }
             let duration = frameCount > 1 ? AnimationTimeline.displayDuration(decoder.pointee.imageTiming.duration) : 0
             frames.append(ImageFrame(pixels: pixels, duration: duration))
         }
 
-        var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: full)
+        var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: stored)
         if frameCount > 1 { decodeInfo.countedPixels = counted }
         var image = Image(
-            width: width, height: height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
+            width: stored.width, height: stored.height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
             originalSize: upright, loopCount: frameCount > 1 ? 0 : nil, decodeInfo: decodeInfo,
             opacity: !hasAlpha ? .opaque : resizes ? .unmeasured : .unknown)
         if resizes { image = try ImageResizer.resize(image, to: storedTarget) }
         if orientation != .up { image = try OrientationTransform.apply(orientation, to: image) }
         return image
+    }
+
+    /// libavif's RGB of one decoded frame, into `out` (RGBA 8, rows
+    /// `bytesPerRow` apart), tone mapped by `mapper` when there is one (the
+    /// samples then asked for at the frame's own depth, so nothing is
+    /// rounded to 8 bits before the mapping).
+    private func convert(
+        _ image: UnsafeMutablePointer<avifImage>, _ decoder: UnsafeMutablePointer<avifDecoder>, frame index: Int,
+        mapper: HDRToneMapper?, into out: UnsafeMutablePointer<UInt8>, bytesPerRow: Int
+    ) throws(AsyncImageError) {
+        let width = Int(image.pointee.width), height = Int(image.pointee.height)
+        let depth = mapper == nil ? 8 : Int(image.pointee.depth)
+        let sampleBytes = depth > 8 ? 2 : 1
+        let rowBytes = width * 4 * sampleBytes
+        // The whole frame straight into `out` when it is all that is needed.
+        let direct = mapper == nil
+        let buffer =
+            direct
+            ? UnsafeMutableRawPointer(out) : UnsafeMutableRawPointer.allocate(byteCount: rowBytes * height, alignment: 16)
+        defer { if !direct { buffer.deallocate() } }
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.format = AVIF_RGB_FORMAT_RGBA
+        rgb.depth = UInt32(depth)
+        rgb.alphaPremultiplied = 0
+        rgb.pixels = buffer.assumingMemoryBound(to: UInt8.self)
+        rgb.rowBytes = UInt32(direct ? bytesPerRow : rowBytes)
+        let converted = avifImageYUVToRGB(image, &rgb)
+        guard converted == AVIF_RESULT_OK else {
+            throw failure(
+                converted == AVIF_RESULT_OUT_OF_MEMORY ? .memory : .pixels,
+                AVIFHeader.message(converted, decoder, "converting frame \(index) to RGBA"))
+        }
+        guard let mapper, !direct else { return }
+        if sampleBytes == 2 {
+            let samples = buffer.assumingMemoryBound(to: UInt16.self)
+            mapper.map(
+                samples, channels: 4, inputRowSamples: width * 4, width: width, height: height, into: out,
+                bytesPerRow: bytesPerRow)
+        } else {
+            let samples = buffer.assumingMemoryBound(to: UInt8.self)
+            mapper.map(
+                samples, channels: 4, inputRowSamples: width * 4, width: width, height: height, into: out,
+                bytesPerRow: bytesPerRow)
+        }
     }
 }

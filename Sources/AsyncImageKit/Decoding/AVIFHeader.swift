@@ -4,9 +4,9 @@ import Foundation
 /// What an AVIF file's boxes say, for ``ImageFileProperties`` and
 /// ``AVIFDecoder``: libavif's `avifDecoderParse` reads the `ftyp`, `meta`
 /// (and, for an image sequence, `moov`) boxes without decoding any AV1 data:
-/// the size (`ispe`), bit depth (`pixi`/`av1C`), alpha (an auxiliary alpha
-/// item), the frame count, `irot`/`imir`, the `colr` ICC profile and the
-/// `Exif` item.
+/// the size (`ispe`), bit depth (`pixi`/`av1C`), alpha (an
+/// auxiliary alpha item), the frame count, `irot`/`imir`, the `colr` ICC
+/// profile or `nclx` description and the `Exif` item.
 struct AVIFHeader {
     /// The stored size (before `irot`), `nil` when the boxes are missing,
     /// cut off or invalid.
@@ -49,7 +49,7 @@ struct AVIFHeader {
         isMonochrome = image.pointee.yuvFormat == AVIF_PIXEL_FORMAT_YUV400
         frameCount = max(1, Int(decoder.pointee.imageCount))
         orientation = Self.orientation(image.pointee)
-        colorSource = Self.colorSource(image.pointee)
+        colorSource = Self.colorSource(image.pointee, bytes, count: count)
         let exifData = image.pointee.exif
         if let start = exifData.data, exifData.size > 0 {
             exif = EXIFReader.read(ByteView(bytes: UnsafeRawBufferPointer(start: start, count: exifData.size)))
@@ -116,10 +116,15 @@ struct AVIFHeader {
     }
 
     /// The `colr` box's ICC profile, else its `nclx` description (`nil`
-    /// when that leaves both primaries and transfer unspecified).
-    static func colorSource(_ image: avifImage) -> ColorSource? {
+    /// when that leaves both primaries and transfer unspecified), with the
+    /// primary item's `clli` and `mdcv` for a PQ one (libavif 0.11 reads
+    /// neither: read from the file's boxes, `bytes`).
+    static func colorSource(_ image: avifImage, _ bytes: UnsafePointer<UInt8>, count: Int) -> ColorSource? {
         if let start = image.icc.data, image.icc.size > 0 { return .icc(Data(bytes: start, count: image.icc.size)) }
-        let nclx = NCLXColor(primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics))
+        let transfer = Int(image.transferCharacteristics)
+        let levels =
+            transfer == 16 ? ContentLightLevels.read(ByteView(bytes: UnsafeRawBufferPointer(start: bytes, count: count))) : nil
+        let nclx = NCLXColor(primaries: Int(image.colorPrimaries), transfer: transfer, lightLevel: levels)
         return nclx.primaries == 2 && nclx.transfer == 2 ? nil : .nclx(nclx)
     }
 
