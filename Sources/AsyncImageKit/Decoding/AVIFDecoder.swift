@@ -11,8 +11,12 @@ import Foundation
 /// premultiplied is divided back. Without an alpha item every pixel is
 /// opaque.
 ///
-/// **Orientation:** the `irot` and `imir` properties are applied (rotation
-/// first, then mirroring, as HEIF requires), as browsers do; an `Exif`
+/// **Crop and orientation:** the `clap` (clean aperture) property crops the
+/// image (libavif's conversion of it to a rectangle: an invalid one is
+/// ignored), then the `irot` and `imir` properties are applied (rotation
+/// first, then mirroring), the order MIAF requires, as browsers do; the
+/// header's size (``ImageFileProperties``) is the cropped one, while the
+/// pixel limit counts the whole decoded frame. An `Exif`
 /// item's orientation is reported by ``ImageFileProperties/exif`` but not
 /// applied (the properties are the file's own orientation in AVIF: encoders
 /// such as `avifenc` turn an EXIF orientation into them).
@@ -86,6 +90,8 @@ public struct AVIFDecoder: ImageDecoding {
         let width = Int(parsed.pointee.width)
         let height = Int(parsed.pointee.height)
         guard width > 0, height > 0 else { throw failure(.header, "image is \(width)x\(height)") }
+        // The AV1 frame's size: what is decoded (and counted), before `clap`.
+        let decoded = PixelSize(width: width, height: height)
         let frameCount = Int(decoder.pointee.imageCount)
         guard frameCount > 0 else { throw failure(.header, "the file holds no image") }
         guard frameCount <= options.maxFrames else {
@@ -108,7 +114,9 @@ public struct AVIFDecoder: ImageDecoding {
         let transform =
             toneMapping == nil
             ? ColorConversion.transform(for: colorSource, layout: .rgba, management: options.colorManagement) : nil
-        let stored = PixelSize(width: width, height: height)
+        // MIAF's order: clap, then irot, then imir.
+        let crop = AVIFHeader.cleanAperture(parsed.pointee)
+        let stored = crop.map { PixelSize(width: Int($0.width), height: Int($0.height)) } ?? decoded
         let upright = orientation.swapsDimensions ? stored.transposed : stored
         // The stored size the upright natural size comes from.
         let natural = options.naturalSize(for: upright)
@@ -135,15 +143,16 @@ public struct AVIFDecoder: ImageDecoding {
                 mapper = HDRToneMapper(toneMapping, primaries: Int(image.pointee.colorPrimaries), bitDepth: depth)
             }
             let pixels = try PixelMemory.make(bytesPerRow * stored.height) { out throws(AsyncImageError) in
-                try convert(image, decoder, frame: index, mapper: mapper, into: out, bytesPerRow: bytesPerRow)
+                try convert(
+                    image, decoder, frame: index, crop: crop, mapper: mapper, into: out, bytesPerRow: bytesPerRow)
                 transform?.apply(out, width: stored.width, height: stored.height, bytesPerRow: bytesPerRow)
             }
             let duration = frameCount > 1 ? AnimationTimeline.displayDuration(decoder.pointee.imageTiming.duration) : 0
             frames.append(ImageFrame(pixels: pixels, duration: duration))
         }
 
-        var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: stored)
-        if frameCount > 1 { decodeInfo.countedPixels = counted }
+        var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: decoded)
+        if frameCount > 1 || crop != nil { decodeInfo.countedPixels = counted }
         var image = Image(
             width: stored.width, height: stored.height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
             originalSize: upright, loopCount: frameCount > 1 ? 0 : nil, decodeInfo: decodeInfo,
@@ -154,19 +163,19 @@ public struct AVIFDecoder: ImageDecoding {
     }
 
     /// libavif's RGB of one decoded frame, into `out` (RGBA 8, rows
-    /// `bytesPerRow` apart), tone mapped by `mapper` when there is one (the
-    /// samples then asked for at the frame's own depth, so nothing is
-    /// rounded to 8 bits before the mapping).
+    /// `bytesPerRow` apart): the `crop` of it when there is one, tone mapped
+    /// by `mapper` when there is one (the samples then asked for at the
+    /// frame's own depth, so nothing is rounded to 8 bits before the mapping).
     private func convert(
         _ image: UnsafeMutablePointer<avifImage>, _ decoder: UnsafeMutablePointer<avifDecoder>, frame index: Int,
-        mapper: HDRToneMapper?, into out: UnsafeMutablePointer<UInt8>, bytesPerRow: Int
+        crop: avifCropRect?, mapper: HDRToneMapper?, into out: UnsafeMutablePointer<UInt8>, bytesPerRow: Int
     ) throws(AsyncImageError) {
         let width = Int(image.pointee.width), height = Int(image.pointee.height)
         let depth = mapper == nil ? 8 : Int(image.pointee.depth)
         let sampleBytes = depth > 8 ? 2 : 1
         let rowBytes = width * 4 * sampleBytes
         // The whole frame straight into `out` when it is all that is needed.
-        let direct = mapper == nil
+        let direct = crop == nil && mapper == nil
         let buffer =
             direct
             ? UnsafeMutableRawPointer(out) : UnsafeMutableRawPointer.allocate(byteCount: rowBytes * height, alignment: 16)
@@ -184,17 +193,27 @@ public struct AVIFDecoder: ImageDecoding {
                 converted == AVIF_RESULT_OUT_OF_MEMORY ? .memory : .pixels,
                 AVIFHeader.message(converted, decoder, "converting frame \(index) to RGBA"))
         }
-        guard let mapper, !direct else { return }
-        if sampleBytes == 2 {
-            let samples = buffer.assumingMemoryBound(to: UInt16.self)
-            mapper.map(
-                samples, channels: 4, inputRowSamples: width * 4, width: width, height: height, into: out,
-                bytesPerRow: bytesPerRow)
+        guard !direct else { return }
+        let x = Int(crop?.x ?? 0), y = Int(crop?.y ?? 0)
+        let keptWidth = Int(crop?.width ?? UInt32(width)), keptHeight = Int(crop?.height ?? UInt32(height))
+        let first = y * rowBytes + x * 4 * sampleBytes
+        if let mapper {
+            if sampleBytes == 2 {
+                let samples = (buffer + first).assumingMemoryBound(to: UInt16.self)
+                mapper.map(
+                    samples, channels: 4, inputRowSamples: width * 4, width: keptWidth, height: keptHeight, into: out,
+                    bytesPerRow: bytesPerRow)
+            } else {
+                let samples = (buffer + first).assumingMemoryBound(to: UInt8.self)
+                mapper.map(
+                    samples, channels: 4, inputRowSamples: width * 4, width: keptWidth, height: keptHeight, into: out,
+                    bytesPerRow: bytesPerRow)
+            }
         } else {
-            let samples = buffer.assumingMemoryBound(to: UInt8.self)
-            mapper.map(
-                samples, channels: 4, inputRowSamples: width * 4, width: width, height: height, into: out,
-                bytesPerRow: bytesPerRow)
+            for row in 0..<keptHeight {
+                (out + row * bytesPerRow).update(
+                    from: (buffer + first + row * rowBytes).assumingMemoryBound(to: UInt8.self), count: keptWidth * 4)
+            }
         }
     }
 }
