@@ -121,6 +121,14 @@ enum ColorConversion {
         }
     }
 
+    /// The tone mapping to apply instead of a transform: an `nclx` PQ or HLG
+    /// description whose primaries it can convert, with colour management
+    /// on; `nil` otherwise (with it off, the samples as stored).
+    static func toneMapping(for source: ColorSource?, management: ColorManagement) -> HDRToneMapping? {
+        guard management.convertsToSRGB, case .nclx(let nclx)? = source else { return nil }
+        return nclx.toneMapping
+    }
+
     /// What ``ImageFileProperties/colorProfile`` reports of `source` for an
     /// image whose pixels are `layout` (`nil` when its colour type is unknown).
     static func info(for source: ColorSource, layout: ColorPixelLayout?) -> ColorProfileInfo {
@@ -146,10 +154,16 @@ enum ColorConversion {
                 source: .pngGammaAndChromaticities, description: chunks.summary,
                 colorSpace: layout == .grayInRGBA ? .gray : .rgb, byteCount: 0, isSRGB: isSRGB, warning: warning)
         case .nclx(let nclx):
-            guard let chunks = nclx.chunks else {
+            if let mapping = nclx.toneMapping {
                 return ColorProfileInfo(
                     source: .nclx, description: nclx.summary, colorSpace: .rgb, byteCount: 0, isSRGB: false,
-                    warning: "\(nclx.summary) is not converted (HDR or unknown code points)")
+                    hdrToneMapping: mapping)
+            }
+            guard let chunks = nclx.chunks else {
+                let what = nclx.isHDR ? "HDR with primaries it cannot convert" : "unknown code points"
+                return ColorProfileInfo(
+                    source: .nclx, description: nclx.summary, colorSpace: .rgb, byteCount: 0, isSRGB: false,
+                    warning: "\(nclx.summary) is not converted (\(what))")
             }
             var info = self.info(for: .pngChunks(chunks), layout: layout)
             info.source = .nclx

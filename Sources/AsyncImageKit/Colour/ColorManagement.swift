@@ -4,8 +4,10 @@
 /// On by default: an image tagged with an ICC profile (JPEG APP2
 /// `ICC_PROFILE`, PNG `iCCP`, WebP `ICCP`, GIF `ICCRGBG1012`), or a PNG with
 /// `gAMA`/`cHRM` chunks, is converted to sRGB with Little CMS while it is
-/// decoded, so its pixels mean what an sRGB display shows. An image with no
-/// colour information, and one whose profile is sRGB, is not touched.
+/// decoded, so its pixels mean what an sRGB display shows. An AVIF or HEIC
+/// whose `nclx` description says PQ or HLG (HDR) is tone mapped to SDR
+/// (``HDRToneMapping``). An image with no colour information, and one whose
+/// profile is sRGB, is not touched.
 ///
 /// ```swift
 /// // Per loader: never convert (the pixels as stored, read as sRGB).
@@ -48,8 +50,9 @@ public struct ColorManagement: Sendable, Hashable, Codable, CustomStringConverti
     public static let `default` = ColorManagement()
 
     /// No conversion: the samples as stored, read as sRGB (what the library
-    /// did before 0.10.0). CMYK is still turned into RGB, with the simple
-    /// formula used for untagged CMYK.
+    /// did before 0.10.0), HDR ones too (no tone mapping: brought to 8 bits
+    /// as they are). CMYK is still turned into RGB, with the simple formula
+    /// used for untagged CMYK.
     public static let off = ColorManagement(convertsToSRGB: false)
 
     /// Its part of a cache key: empty for ``default``, else `colour-off` or

@@ -13,7 +13,8 @@ public struct ColorProfileInfo: Sendable, Hashable, Codable {
         /// decoder builds the equivalent profile.
         case pngGammaAndChromaticities
         /// An AVIF or HEIC `nclx` colour description (and no ICC profile):
-        /// for SDR code points the decoder builds the equivalent profile.
+        /// for SDR code points the decoder builds the equivalent profile;
+        /// PQ and HLG are tone mapped (``ColorProfileInfo/hdrToneMapping``).
         case nclx
 
         /// The raw value.
@@ -52,11 +53,23 @@ public struct ColorProfileInfo: Sendable, Hashable, Codable {
     /// does not decompress, a profile Little CMS rejects, one whose colour
     /// space is not the image's. The image still decodes, unconverted.
     public var warning: String?
+    /// For an HDR image (an `nclx` description with the PQ or HLG transfer):
+    /// how the decoders tone map it to SDR sRGB, its source peak and where
+    /// that comes from (see ``HDRToneMapping``); `nil` for SDR.
+    public var hdrToneMapping: HDRToneMapping?
 
     /// Creates colour information from known values (for tests and custom decoders).
+    /// - Parameters:
+    ///   - source: where it comes from.
+    ///   - description: the profile's description, or of the chunks or code points.
+    ///   - colorSpace: the profile's colour space.
+    ///   - byteCount: the ICC profile's size, 0 for chunks and code points.
+    ///   - isSRGB: whether it is sRGB.
+    ///   - warning: why the decoders do not use it.
+    ///   - hdrToneMapping: how an HDR image is tone mapped.
     public init(
         source: Source, description: String?, colorSpace: ColorSpace?, byteCount: Int, isSRGB: Bool,
-        warning: String? = nil
+        warning: String? = nil, hdrToneMapping: HDRToneMapping? = nil
     ) {
         self.source = source
         self.description = description
@@ -64,5 +77,6 @@ public struct ColorProfileInfo: Sendable, Hashable, Codable {
         self.byteCount = byteCount
         self.isSRGB = isSRGB
         self.warning = warning
+        self.hdrToneMapping = hdrToneMapping
     }
 }

@@ -6,12 +6,17 @@ import Foundation
 /// 4:2:0 and monochrome.
 ///
 /// **Pixels:** libavif converts YUV to straight (not premultiplied) 8-bit
-/// RGBA, 10- and 12-bit samples rounded to 8 bits; a file whose colour is
-/// stored premultiplied is divided back. Without an alpha item every pixel is
+/// RGBA, 10- and 12-bit samples rounded to 8 bits (an HDR image's are tone
+/// mapped from their own depth); a file whose colour is stored
+/// premultiplied is divided back. Without an alpha item every pixel is
 /// opaque.
 ///
-/// **Orientation:** the `irot` and `imir` properties are applied (rotation
-/// first, then mirroring, as HEIF requires), as browsers do; an `Exif`
+/// **Crop and orientation:** the `clap` (clean aperture) property crops the
+/// image (libavif's conversion of it to a rectangle: an invalid one is
+/// ignored), then the `irot` and `imir` properties are applied (rotation
+/// first, then mirroring), the order MIAF requires, as browsers do; the
+/// header's size (``ImageFileProperties``) is the cropped one, while the
+/// pixel limit counts the whole decoded frame. An `Exif`
 /// item's orientation is reported by ``ImageFileProperties/exif`` but not
 /// applied (the properties are the file's own orientation in AVIF: encoders
 /// such as `avifenc` turn an EXIF orientation into them).
@@ -20,8 +25,9 @@ import Foundation
 /// sRGB, unless ``DecodingOptions/colorManagement`` says not to (see
 /// <doc:ColourManagement>); without one, an `nclx` colour description with
 /// SDR code points is converted as the equivalent PNG `cHRM`/`gAMA` chunks
-/// are (PQ and HLG are reported by ``ImageFileProperties/colorProfile``,
-/// not yet tone-mapped).
+/// are, and one with the PQ or HLG transfer (HDR) is tone mapped to SDR as
+/// ``HDRToneMapping`` says (its source peak from the `clli` or `mdcv`
+/// property), from the samples at their own depth.
 ///
 /// **Downsampled:** AV1 has no reduced-size decode, so the image is decoded at
 /// full size, then area-averaged to ``DecodingOptions/naturalSize(for:)``.
@@ -84,6 +90,8 @@ public struct AVIFDecoder: ImageDecoding {
         let width = Int(parsed.pointee.width)
         let height = Int(parsed.pointee.height)
         guard width > 0, height > 0 else { throw failure(.header, "image is \(width)x\(height)") }
+        // The AV1 frame's size: what is decoded (and counted), before `clap`.
+        let decoded = PixelSize(width: width, height: height)
         let frameCount = Int(decoder.pointee.imageCount)
         guard frameCount > 0 else { throw failure(.header, "the file holds no image") }
         guard frameCount <= options.maxFrames else {
@@ -101,17 +109,23 @@ public struct AVIFDecoder: ImageDecoding {
 
         let orientation = AVIFHeader.orientation(parsed.pointee)
         let hasAlpha = decoder.pointee.alphaPresent != 0
-        let transform = ColorConversion.transform(
-            for: AVIFHeader.colorSource(parsed.pointee), layout: .rgba, management: options.colorManagement)
-        let full = PixelSize(width: width, height: height)
-        let upright = orientation.swapsDimensions ? full.transposed : full
+        let colorSource = AVIFHeader.colorSource(parsed.pointee, bytes, count: count)
+        let toneMapping = ColorConversion.toneMapping(for: colorSource, management: options.colorManagement)
+        let transform =
+            toneMapping == nil
+            ? ColorConversion.transform(for: colorSource, layout: .rgba, management: options.colorManagement) : nil
+        // MIAF's order: clap, then irot, then imir.
+        let crop = AVIFHeader.cleanAperture(parsed.pointee)
+        let stored = crop.map { PixelSize(width: Int($0.width), height: Int($0.height)) } ?? decoded
+        let upright = orientation.swapsDimensions ? stored.transposed : stored
         // The stored size the upright natural size comes from.
         let natural = options.naturalSize(for: upright)
         let storedTarget = orientation.swapsDimensions ? natural.transposed : natural
-        let resizes = options.targetSize != nil && storedTarget != full
+        let resizes = options.targetSize != nil && storedTarget != stored
         guard storedTarget.width > 0, storedTarget.height > 0 else { throw failure(.pixels, "cannot scale to \(natural)") }
 
-        let bytesPerRow = width * 4
+        let bytesPerRow = stored.width * 4
+        var mapper: HDRToneMapper?
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         for index in 0..<frameCount {
@@ -124,34 +138,82 @@ public struct AVIFDecoder: ImageDecoding {
             guard Int(image.pointee.width) == width, Int(image.pointee.height) == height else {
                 throw failure(.pixels, "frame \(index) is \(image.pointee.width)x\(image.pointee.height), not \(width)x\(height)")
             }
-            let pixels = try PixelMemory.make(bytesPerRow * height) { out throws(AsyncImageError) in
-                var rgb = avifRGBImage()
-                avifRGBImageSetDefaults(&rgb, image)
-                rgb.format = AVIF_RGB_FORMAT_RGBA
-                rgb.depth = 8
-                rgb.alphaPremultiplied = 0
-                rgb.pixels = out
-                rgb.rowBytes = UInt32(bytesPerRow)
-                let converted = avifImageYUVToRGB(image, &rgb)
-                guard converted == AVIF_RESULT_OK else {
-                    throw failure(
-                        converted == AVIF_RESULT_OUT_OF_MEMORY ? .memory : .pixels,
-                        AVIFHeader.message(converted, decoder, "converting frame \(index) to RGBA"))
-                }
-                transform?.apply(out, width: width, height: height, bytesPerRow: bytesPerRow)
+            let depth = Int(image.pointee.depth)
+            if let toneMapping, mapper?.maxCode != (1 << depth) - 1 {
+                mapper = HDRToneMapper(toneMapping, primaries: Int(image.pointee.colorPrimaries), bitDepth: depth)
+            }
+            let pixels = try PixelMemory.make(bytesPerRow * stored.height) { out throws(AsyncImageError) in
+                try convert(
+                    image, decoder, frame: index, crop: crop, mapper: mapper, into: out, bytesPerRow: bytesPerRow)
+                transform?.apply(out, width: stored.width, height: stored.height, bytesPerRow: bytesPerRow)
             }
             let duration = frameCount > 1 ? AnimationTimeline.displayDuration(decoder.pointee.imageTiming.duration) : 0
             frames.append(ImageFrame(pixels: pixels, duration: duration))
         }
 
-        var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: full)
-        if frameCount > 1 { decodeInfo.countedPixels = counted }
+        var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: decoded)
+        if frameCount > 1 || crop != nil { decodeInfo.countedPixels = counted }
         var image = Image(
-            width: width, height: height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
+            width: stored.width, height: stored.height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
             originalSize: upright, loopCount: frameCount > 1 ? 0 : nil, decodeInfo: decodeInfo,
             opacity: !hasAlpha ? .opaque : resizes ? .unmeasured : .unknown)
         if resizes { image = try ImageResizer.resize(image, to: storedTarget) }
         if orientation != .up { image = try OrientationTransform.apply(orientation, to: image) }
         return image
+    }
+
+    /// libavif's RGB of one decoded frame, into `out` (RGBA 8, rows
+    /// `bytesPerRow` apart): the `crop` of it when there is one, tone mapped
+    /// by `mapper` when there is one (the samples then asked for at the
+    /// frame's own depth, so nothing is rounded to 8 bits before the mapping).
+    private func convert(
+        _ image: UnsafeMutablePointer<avifImage>, _ decoder: UnsafeMutablePointer<avifDecoder>, frame index: Int,
+        crop: avifCropRect?, mapper: HDRToneMapper?, into out: UnsafeMutablePointer<UInt8>, bytesPerRow: Int
+    ) throws(AsyncImageError) {
+        let width = Int(image.pointee.width), height = Int(image.pointee.height)
+        let depth = mapper == nil ? 8 : Int(image.pointee.depth)
+        let sampleBytes = depth > 8 ? 2 : 1
+        let rowBytes = width * 4 * sampleBytes
+        // The whole frame straight into `out` when it is all that is needed.
+        let direct = crop == nil && mapper == nil
+        let buffer =
+            direct
+            ? UnsafeMutableRawPointer(out) : UnsafeMutableRawPointer.allocate(byteCount: rowBytes * height, alignment: 16)
+        defer { if !direct { buffer.deallocate() } }
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.format = AVIF_RGB_FORMAT_RGBA
+        rgb.depth = UInt32(depth)
+        rgb.alphaPremultiplied = 0
+        rgb.pixels = buffer.assumingMemoryBound(to: UInt8.self)
+        rgb.rowBytes = UInt32(direct ? bytesPerRow : rowBytes)
+        let converted = avifImageYUVToRGB(image, &rgb)
+        guard converted == AVIF_RESULT_OK else {
+            throw failure(
+                converted == AVIF_RESULT_OUT_OF_MEMORY ? .memory : .pixels,
+                AVIFHeader.message(converted, decoder, "converting frame \(index) to RGBA"))
+        }
+        guard !direct else { return }
+        let x = Int(crop?.x ?? 0), y = Int(crop?.y ?? 0)
+        let keptWidth = Int(crop?.width ?? UInt32(width)), keptHeight = Int(crop?.height ?? UInt32(height))
+        let first = y * rowBytes + x * 4 * sampleBytes
+        if let mapper {
+            if sampleBytes == 2 {
+                let samples = (buffer + first).assumingMemoryBound(to: UInt16.self)
+                mapper.map(
+                    samples, channels: 4, inputRowSamples: width * 4, width: keptWidth, height: keptHeight, into: out,
+                    bytesPerRow: bytesPerRow)
+            } else {
+                let samples = (buffer + first).assumingMemoryBound(to: UInt8.self)
+                mapper.map(
+                    samples, channels: 4, inputRowSamples: width * 4, width: keptWidth, height: keptHeight, into: out,
+                    bytesPerRow: bytesPerRow)
+            }
+        } else {
+            for row in 0..<keptHeight {
+                (out + row * bytesPerRow).update(
+                    from: (buffer + first + row * rowBytes).assumingMemoryBound(to: UInt8.self), count: keptWidth * 4)
+            }
+        }
     }
 }

@@ -4,12 +4,12 @@ import Foundation
 /// What an AVIF file's boxes say, for ``ImageFileProperties`` and
 /// ``AVIFDecoder``: libavif's `avifDecoderParse` reads the `ftyp`, `meta`
 /// (and, for an image sequence, `moov`) boxes without decoding any AV1 data:
-/// the size (`ispe`), bit depth (`pixi`/`av1C`), alpha (an auxiliary alpha
-/// item), the frame count, `irot`/`imir`, the `colr` ICC profile and the
-/// `Exif` item.
+/// the size (`ispe`, then `clap`), bit depth (`pixi`/`av1C`), alpha (an
+/// auxiliary alpha item), the frame count, `irot`/`imir`, the `colr` ICC
+/// profile or `nclx` description and the `Exif` item.
 struct AVIFHeader {
-    /// The stored size (before `irot`), `nil` when the boxes are missing,
-    /// cut off or invalid.
+    /// The stored size after `clap` (before `irot`), `nil` when the boxes
+    /// are missing, cut off or invalid.
     var size: PixelSize?
     /// 8, 10 or 12.
     var bitDepth = 8
@@ -43,13 +43,15 @@ struct AVIFHeader {
         guard avifDecoderParse(decoder) == AVIF_RESULT_OK, let image = decoder.pointee.image,
             image.pointee.width > 0, image.pointee.height > 0
         else { return }
-        size = PixelSize(width: Int(image.pointee.width), height: Int(image.pointee.height))
+        let crop = Self.cleanAperture(image.pointee)
+        size = crop.map { PixelSize(width: Int($0.width), height: Int($0.height)) }
+            ?? PixelSize(width: Int(image.pointee.width), height: Int(image.pointee.height))
         bitDepth = Int(image.pointee.depth)
         hasAlpha = decoder.pointee.alphaPresent != 0
         isMonochrome = image.pointee.yuvFormat == AVIF_PIXEL_FORMAT_YUV400
         frameCount = max(1, Int(decoder.pointee.imageCount))
         orientation = Self.orientation(image.pointee)
-        colorSource = Self.colorSource(image.pointee)
+        colorSource = Self.colorSource(image.pointee, bytes, count: count)
         let exifData = image.pointee.exif
         if let start = exifData.data, exifData.size > 0 {
             exif = EXIFReader.read(ByteView(bytes: UnsafeRawBufferPointer(start: start, count: exifData.size)))
@@ -116,11 +118,34 @@ struct AVIFHeader {
     }
 
     /// The `colr` box's ICC profile, else its `nclx` description (`nil`
-    /// when that leaves both primaries and transfer unspecified).
-    static func colorSource(_ image: avifImage) -> ColorSource? {
+    /// when that leaves both primaries and transfer unspecified), with the
+    /// primary item's `clli` and `mdcv` for a PQ one (libavif 0.11 reads
+    /// neither: read from the file's boxes, `bytes`).
+    static func colorSource(_ image: avifImage, _ bytes: UnsafePointer<UInt8>, count: Int) -> ColorSource? {
         if let start = image.icc.data, image.icc.size > 0 { return .icc(Data(bytes: start, count: image.icc.size)) }
-        let nclx = NCLXColor(primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics))
+        let transfer = Int(image.transferCharacteristics)
+        let levels =
+            transfer == 16 ? ContentLightLevels.read(ByteView(bytes: UnsafeRawBufferPointer(start: bytes, count: count))) : nil
+        let nclx = NCLXColor(primaries: Int(image.colorPrimaries), transfer: transfer, lightLevel: levels)
         return nclx.primaries == 2 && nclx.transfer == 2 ? nil : .nclx(nclx)
+    }
+
+    /// The `clap` (clean aperture) property as the rectangle to keep of the
+    /// decoded image, by libavif's `avifCropRectConvertCleanApertureBox`
+    /// (ISO/IEC 14496-12 and MIAF's rules: whole pixels, inside the image,
+    /// even offsets for subsampled chroma); `nil` without one, when it is
+    /// invalid (ignored, as browsers ignore it) or keeps the whole image.
+    static func cleanAperture(_ image: avifImage) -> avifCropRect? {
+        guard image.transformFlags & AVIF_TRANSFORM_CLAP.rawValue != 0 else { return nil }
+        var rect = avifCropRect()
+        var clap = image.clap
+        var diagnostics = avifDiagnostics()
+        guard
+            avifCropRectConvertCleanApertureBox(&rect, &clap, image.width, image.height, image.yuvFormat, &diagnostics) != 0,
+            rect.width > 0, rect.height > 0, rect.x <= image.width - rect.width, rect.y <= image.height - rect.height,
+            rect.width != image.width || rect.height != image.height
+        else { return nil }
+        return rect
     }
 
     /// libavif's result code and its diagnostic, in words.

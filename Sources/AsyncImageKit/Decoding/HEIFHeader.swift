@@ -38,21 +38,23 @@ struct HEIFHeader {
         bitDepth = max(1, Int(heif_image_handle_get_luma_bits_per_pixel(handle)))
         hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
         isMonochrome = heif_image_handle_get_chroma_bits_per_pixel(handle) <= 0
-        colorSource = Self.colorSource(handle)
+        colorSource = Self.colorSource(handle, view)
         exif = Self.exif(handle)
     }
 
     /// The primary image's ICC profile (`colr` of type `prof` or `rICC`),
-    /// else its `nclx` description, `nil` without either.
-    static func colorSource(_ handle: OpaquePointer) -> ColorSource? {
+    /// else its `nclx` description (with the primary item's `clli` and
+    /// `mdcv` from the file's boxes, `view`, for PQ), `nil` without either.
+    static func colorSource(_ handle: OpaquePointer, _ view: ByteView) -> ColorSource? {
         let type = heif_image_handle_get_color_profile_type(handle)
         if type == heif_color_profile_type_nclx {
             var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
             guard heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok, let nclx else { return nil }
             defer { heif_nclx_color_profile_free(nclx) }
+            let transfer = Int(nclx.pointee.transfer_characteristics.rawValue)
             let color = NCLXColor(
-                primaries: Int(nclx.pointee.color_primaries.rawValue),
-                transfer: Int(nclx.pointee.transfer_characteristics.rawValue))
+                primaries: Int(nclx.pointee.color_primaries.rawValue), transfer: transfer,
+                lightLevel: transfer == 16 ? ContentLightLevels.read(view) : nil)
             return color.primaries == 2 && color.transfer == 2 ? nil : .nclx(color)
         }
         guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else { return nil }
@@ -84,59 +86,16 @@ struct HEIFHeader {
     /// The EXIF orientation of the primary item's `irot` and `imir`
     /// properties, applied in the order of its `ipma` associations (the
     /// order libheif applies them in), `nil` when the boxes cannot be read.
-    /// A bounds-checked walk: `meta` (its `pitm`, and `iprp`'s `ipco` and `ipma`).
     static func orientation(_ view: ByteView) -> ImageOrientation? {
-        guard let meta = ISOBox.children(of: view, from: 0).first(where: { $0.type == "meta" }),
-            let metaBody = view.slice(meta.body + 4, meta.end - meta.body - 4)  // a full box
-        else { return nil }
-        let boxes = ISOBox.children(of: metaBody, from: 0)
-        guard let pitm = boxes.first(where: { $0.type == "pitm" }), let version = metaBody.u8(pitm.body),
-            let primary = version == 0 ? metaBody.u16(pitm.body + 4).map(UInt32.init) : metaBody.u32(pitm.body + 4),
-            let iprp = boxes.first(where: { $0.type == "iprp" }),
-            let iprpBody = metaBody.slice(iprp.body, iprp.end - iprp.body)
-        else { return nil }
-        let parts = ISOBox.children(of: iprpBody, from: 0)
-        guard let ipco = parts.first(where: { $0.type == "ipco" }), let ipma = parts.first(where: { $0.type == "ipma" })
-        else { return nil }
-        let properties = ISOBox.children(of: iprpBody, from: ipco.body, to: ipco.end)
-        // ipma: version, flags, entry count, then per item its ID and associations.
-        guard let ipmaVersion = iprpBody.u8(ipma.body), let flags = iprpBody.u8(ipma.body + 3),
-            let entries = iprpBody.u32(ipma.body + 4)
-        else { return nil }
-        var offset = ipma.body + 8
+        guard let (properties, boxes) = ISOBox.primaryItemProperties(view) else { return nil }
         var transform = Matrix.identity
-        for _ in 0..<min(Int(entries), 1 << 16) {
-            let item: UInt32?
-            if ipmaVersion < 1 {
-                item = iprpBody.u16(offset).map(UInt32.init)
-                offset += 2
-            } else {
-                item = iprpBody.u32(offset)
-                offset += 4
+        for property in boxes {
+            guard property.end > property.body, let value = properties.u8(property.body) else { continue }
+            if property.type == "irot" {
+                for _ in 0..<(value & 3) { transform = Matrix.anticlockwise * transform }
+            } else if property.type == "imir" {
+                transform = (value & 1 == 0 ? Matrix.topToBottom : Matrix.leftToRight) * transform
             }
-            guard let item, let associations = iprpBody.u8(offset) else { return nil }
-            offset += 1
-            for _ in 0..<associations {
-                let index: Int
-                if flags & 1 != 0 {
-                    guard let value = iprpBody.u16(offset) else { return nil }
-                    index = Int(value & 0x7FFF)
-                    offset += 2
-                } else {
-                    guard let value = iprpBody.u8(offset) else { return nil }
-                    index = Int(value & 0x7F)
-                    offset += 1
-                }
-                guard item == primary, index >= 1, index <= properties.count else { continue }
-                let property = properties[index - 1]
-                guard property.end > property.body, let value = iprpBody.u8(property.body) else { continue }
-                if property.type == "irot" {
-                    for _ in 0..<(value & 3) { transform = Matrix.anticlockwise * transform }
-                } else if property.type == "imir" {
-                    transform = (value & 1 == 0 ? Matrix.topToBottom : Matrix.leftToRight) * transform
-                }
-            }
-            if item == primary { break }
         }
         return transform.orientation
     }
@@ -181,6 +140,61 @@ enum ISOBox {
         var body: Int
         /// Where the box ends.
         var end: Int
+    }
+
+    /// The property boxes associated with a HEIF file's primary item, in
+    /// the order of its `ipma` associations (the order transforms apply
+    /// in), with the view their offsets are in; `nil` when the boxes cannot
+    /// be read. A bounds-checked walk: `meta` (its `pitm`, and `iprp`'s
+    /// `ipco` and `ipma`).
+    static func primaryItemProperties(_ view: ByteView) -> (ByteView, [Box])? {
+        guard let meta = children(of: view, from: 0).first(where: { $0.type == "meta" }),
+            let metaBody = view.slice(meta.body + 4, meta.end - meta.body - 4)  // a full box
+        else { return nil }
+        let boxes = children(of: metaBody, from: 0)
+        guard let pitm = boxes.first(where: { $0.type == "pitm" }), let version = metaBody.u8(pitm.body),
+            let primary = version == 0 ? metaBody.u16(pitm.body + 4).map(UInt32.init) : metaBody.u32(pitm.body + 4),
+            let iprp = boxes.first(where: { $0.type == "iprp" }),
+            let iprpBody = metaBody.slice(iprp.body, iprp.end - iprp.body)
+        else { return nil }
+        let parts = children(of: iprpBody, from: 0)
+        guard let ipco = parts.first(where: { $0.type == "ipco" }), let ipma = parts.first(where: { $0.type == "ipma" })
+        else { return nil }
+        let properties = children(of: iprpBody, from: ipco.body, to: ipco.end)
+        // ipma: version, flags, entry count, then per item its ID and associations.
+        guard let ipmaVersion = iprpBody.u8(ipma.body), let flags = iprpBody.u8(ipma.body + 3),
+            let entries = iprpBody.u32(ipma.body + 4)
+        else { return nil }
+        var offset = ipma.body + 8
+        var associated: [Box] = []
+        for _ in 0..<min(Int(entries), 1 << 16) {
+            let item: UInt32?
+            if ipmaVersion < 1 {
+                item = iprpBody.u16(offset).map(UInt32.init)
+                offset += 2
+            } else {
+                item = iprpBody.u32(offset)
+                offset += 4
+            }
+            guard let item, let associations = iprpBody.u8(offset) else { return nil }
+            offset += 1
+            for _ in 0..<associations {
+                let index: Int
+                if flags & 1 != 0 {
+                    guard let value = iprpBody.u16(offset) else { return nil }
+                    index = Int(value & 0x7FFF)
+                    offset += 2
+                } else {
+                    guard let value = iprpBody.u8(offset) else { return nil }
+                    index = Int(value & 0x7F)
+                    offset += 1
+                }
+                guard item == primary, index >= 1, index <= properties.count else { continue }
+                associated.append(properties[index - 1])
+            }
+            if item == primary { break }
+        }
+        return (iprpBody, associated)
     }
 
     /// The boxes one after another from `start` to `end` (the view's end by

@@ -70,7 +70,8 @@ public struct ImageFileProperties: Sendable, Hashable, Codable {
     public var format: ImageFormat
 
     /// The size as stored: PNG IHDR, the JPEG frame header, the GIF logical
-    /// screen, the WebP canvas.
+    /// screen, the WebP canvas; for AVIF and HEIC after the `clap` crop
+    /// (before `irot`).
     public var pixelSize: PixelSize
 
     /// The EXIF orientation the decoders apply: ``ImageOrientation/up``

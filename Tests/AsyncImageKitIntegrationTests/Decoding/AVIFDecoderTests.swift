@@ -166,6 +166,49 @@ final class AVIFDecoderTests: XCTestCase {
         }
     }
 
+    /// `clap` (clean aperture, written by `avifenc --crop`) crops the
+    /// decoded image before `irot` and `imir` (MIAF's order); the header's
+    /// size is the cropped one, while the pixel limit counts the decoded frame.
+    func testCleanApertureCropsBeforeRotation() throws {
+        let source = pattern(width: 21, height: 13, alpha: true)
+        let (x, y, w, h) = (3, 2, 11, 7)
+        let cropped = SyntheticImage.make(width: w, height: h) { out in
+            for row in 0..<h {
+                for column in 0..<w {
+                    let p = source.pixel(x: x + column, y: y + row)
+                    (out + (row * w + column) * 4).update(from: [p.r, p.g, p.b, p.a], count: 4)
+                }
+            }
+        }
+        for (rotation, mirror) in [(0, nil), (1, nil), (3, 0), (2, 1)] as [(Int, Int?)] {
+            var options = ["-l", "--crop", "\(x),\(y),\(w),\(h)", "--irot", String(rotation)]
+            if let mirror { options += ["--imir", String(mirror)] }
+            let avif = try tools.avifenc([source], options)
+            let expected = OrientationReference.apply(cropped, rotation: rotation, mirror: mirror)
+            let label = "irot \(rotation) imir \(String(describing: mirror))"
+            let properties = try XCTUnwrap(ImageFileProperties(data: avif))
+            XCTAssertEqual(properties.pixelSize, PixelSize(width: w, height: h), label)
+            XCTAssertEqual(properties.uprightPixelSize, expected.size, label)
+            let mdat = try XCTUnwrap(avif.firstRange(of: Data("mdat".utf8)))
+            XCTAssertEqual(ImageFileProperties(prefix: Data(avif.prefix(mdat.upperBound + 8))), properties, label)
+            let image = try ImageDecoder().decode(avif)
+            XCTAssertEqual(image.originalSize, expected.size, label)
+            XCTAssertEqual(image.decodeInfo.decodedSize, source.size, label)
+            XCTAssertEqual(worstDifference(image, expected), 0, label)
+            let small = try ImageDecoder().decode(
+                avif, options: DecodingOptions(targetSize: PixelSize(width: expected.width, height: expected.height)))
+            XCTAssertEqual(worstDifference(small, expected), 0, label)
+        }
+        // The limit counts the decoded frame, not the crop.
+        let avif = try tools.avifenc([source], ["-l", "--crop", "\(x),\(y),\(w),\(h)"])
+        let failure = assertDecodingFails {
+            try ImageDecoder().decode(avif, options: DecodingOptions(maxPixels: w * h + 1))
+        }
+        XCTAssertEqual(failure?.stage, .limits)
+        let image = try ImageDecoder().decode(avif, options: DecodingOptions(maxPixels: source.width * source.height))
+        XCTAssertNotNil(DecodingOptions(maxPixels: w * h + 1).limitFailure(for: image), "a shared image is checked the same")
+    }
+
     /// AV1 has no reduced-size decode: the full image is decoded, then
     /// area-averaged to the display size.
     func testDownsampled() throws {

@@ -63,7 +63,10 @@ final class NCLXColourTests: XCTestCase {
         }
     }
 
-    func testSRGBCodePointsChangeNothingAndPQIsReported() throws {
+    /// sRGB's code points change nothing; PQ is tone mapped (HDRFileTests
+    /// checks how), and left as stored with colour management off;
+    /// primaries with no matrix (10, XYZ) are reported and not converted.
+    func testSRGBCodePointsChangeNothingAndPQIsToneMapped() throws {
         let source = SyntheticImage.photo(width: 24, height: 16)
         let sRGB = try tools.avifenc([source], ["-l", "--cicp", "1/13/0"])
         XCTAssertEqual(ImageFileProperties(data: sRGB)?.colorProfile?.isSRGB, true)
@@ -71,7 +74,15 @@ final class NCLXColourTests: XCTestCase {
         let pq = try tools.avifenc([source], ["-l", "--cicp", "9/16/0"])
         let properties = try XCTUnwrap(ImageFileProperties(data: pq))
         XCTAssertEqual(properties.colorProfile?.source, .nclx)
-        XCTAssertNotNil(properties.colorProfile?.warning)
-        assertSame(try ImageDecoder().decode(pq), source, tolerance: 0, "PQ: not converted")
+        XCTAssertNil(properties.colorProfile?.warning)
+        XCTAssertEqual(properties.colorProfile?.hdrToneMapping?.transfer, .pq)
+        XCTAssertEqual(properties.colorProfile?.hdrToneMapping?.peakSource, .assumed)
+        let off = try ImageDecoder().decode(pq, options: DecodingOptions(colorManagement: .off))
+        assertSame(off, source, tolerance: 0, "PQ, colour management off: as stored")
+        let mapped = try ImageDecoder().decode(pq)
+        XCTAssertNotEqual(mapped.pixel(x: 5, y: 5), source.pixel(x: 5, y: 5), "PQ: tone mapped")
+        let xyz = try tools.avifenc([source], ["-l", "--cicp", "10/16/0"])
+        XCTAssertNotNil(ImageFileProperties(data: xyz)?.colorProfile?.warning)
+        assertSame(try ImageDecoder().decode(xyz), source, tolerance: 0, "XYZ primaries: not converted")
     }
 }

@@ -87,6 +87,16 @@ struct CodecTools {
         return try Data(contentsOf: URL(fileURLWithPath: output))
     }
 
+    /// `avifenc` of an encoded input file (a PNG, such as a 16-bit one from
+    /// ``RawPNGWriter``) with `options`. Speed 10.
+    func avifenc(file input: Data, _ ext: String, _ options: [String] = []) throws -> Data {
+        let name = UUID().uuidString
+        let path = try file(input, "\(name).\(ext)")
+        let output = folder.appendingPathComponent(name + ".avif").path
+        try run("avifenc", ["-s", "10", "-j", "1"] + options + [path, output])
+        return try Data(contentsOf: URL(fileURLWithPath: output))
+    }
+
     /// `avifenc` of a sequence whose frames last the given milliseconds.
     func avifSequence(_ frames: [(image: Image, milliseconds: Int)], _ options: [String] = []) throws -> Data {
         let name = UUID().uuidString
@@ -153,8 +163,9 @@ enum OrientationReference {
     }
 }
 
-/// Adds `irot` and `imir` properties to a HEIF file's primary item and its
-/// alpha image (`heif-enc` 1.15 cannot write them; libheif drops an alpha
+/// Adds `irot` and `imir` properties (or any property box: `colr`, `clli`,
+/// `mdcv`) to a HEIF file's primary item and its alpha image (`heif-enc`
+/// 1.15 cannot write them; `avifenc` 0.11 no `clli` or `mdcv`; libheif drops an alpha
 /// image whose size does not match): the property boxes appended to
 /// `ipco`, their associations (essential) to the items' `ipma` entries, the
 /// sizes of `meta`, `iprp`, `ipco` and `ipma` grown, and the `iloc` offsets
@@ -170,6 +181,27 @@ enum HEIFEditor {
         return try addingProperties(data, boxes)
     }
 
+    /// A `clli` box (content light level: MaxCLL, MaxFALL in cd/m²), for ``addingProperties(_:_:)``.
+    static func clli(maxCLL: UInt16, maxFALL: UInt16) -> [UInt8] {
+        [0, 0, 0, 12] + Array("clli".utf8) + [UInt8(maxCLL >> 8), UInt8(maxCLL & 0xFF), UInt8(maxFALL >> 8), UInt8(maxFALL & 0xFF)]
+    }
+
+    /// An `mdcv` box (mastering display: BT.2020 primaries, D65, the
+    /// luminances in cd/m²), for ``addingProperties(_:_:)``.
+    static func mdcv(maxLuminance: Double, minLuminance: Double) -> [UInt8] {
+        var box: [UInt8] = [0, 0, 0, 32] + Array("mdcv".utf8)
+        // G, B, R, then white, in units of 0.00002 (as HEVC's SEI has them).
+        for value in [0.170, 0.797, 0.131, 0.046, 0.708, 0.292, 0.3127, 0.3290] {
+            let unit = UInt16((value / 0.00002).rounded())
+            box += [UInt8(unit >> 8), UInt8(unit & 0xFF)]
+        }
+        for luminance in [maxLuminance, minLuminance] {
+            let unit = UInt32((luminance * 10000).rounded())
+            box += [UInt8(unit >> 24), UInt8(unit >> 16 & 0xFF), UInt8(unit >> 8 & 0xFF), UInt8(unit & 0xFF)]
+        }
+        return box
+    }
+
     /// A `colr` box of type `nclx` (full range) with the H.273 code points, for ``addingProperties(_:_:)``.
     static func nclx(primaries: UInt16, transfer: UInt16, matrix: UInt16) -> [UInt8] {
         var box: [UInt8] = [0, 0, 0, 19] + Array("colr".utf8) + Array("nclx".utf8)
@@ -179,7 +211,9 @@ enum HEIFEditor {
 
     /// `data` with `boxes` (whole property boxes) added to the primary item
     /// and its alpha image, as for ``addingTransforms(_:rotation:mirror:)``.
-    static func addingProperties(_ data: Data, _ boxes: [[UInt8]]) throws -> Data {
+    /// `essential`: whether the associations are marked essential (as
+    /// transforms must be; `clli` and `mdcv` must not be).
+    static func addingProperties(_ data: Data, _ boxes: [[UInt8]], essential: Bool = true) throws -> Data {
         var bytes = [UInt8](data)
         func u(_ at: Int, _ size: Int) -> Int { (0..<size).reduce(0) { $0 << 8 | Int(bytes[at + $1]) } }
         func put(_ at: Int, _ size: Int, _ value: Int) {
@@ -237,7 +271,8 @@ enum HEIFEditor {
         var associations: [UInt8] = []
         for index in 0..<added {
             let property = propertyCount + 1 + index
-            associations += wide ? [UInt8(0x80 | property >> 8), UInt8(property & 0xFF)] : [UInt8(0x80 | property)]
+            let flag = essential ? 0x80 : 0
+            associations += wide ? [UInt8(flag | property >> 8), UInt8(property & 0xFF)] : [UInt8(flag | property)]
         }
         let ipmaGrowth = associations.count * entries.count
         let delta = properties.count + ipmaGrowth
