@@ -63,7 +63,13 @@ extension AsyncImageLoader {
         /// ``ImageEncoding/automatic``: JPEG at quality 90 for opaque stills,
         /// PNG for stills with transparency). A stored thumbnail is served as
         /// it is by ``AsyncImageLoader/encodedImage(for:encoding:)`` when
-        /// asked for what it is stored as.
+        /// asked for what it is stored as. WebP and AVIF may be stored too
+        /// (``ImageEncoding/webp(quality:)`` makes thumbnails about a third
+        /// smaller than JPEG; AVIF smaller still but slow to write): they are
+        /// read back through ``decoders``, which must then hold WebP and AVIF
+        /// decoders (the default registry does). A
+        /// ``ImageEncoding/negotiated(accept:quality:avifSpeed:)`` here
+        /// stores what its `accept` chooses.
         public var processedImageEncoding: ImageEncoding
         /// End a progressive JPEG's transfer once its DC coefficients are in
         /// when every request for it decodes at 1/8 scale or smaller (the
