@@ -18,8 +18,9 @@ import Foundation
 ///   (`minQuantizerAlpha`, `maxQuantizerAlpha`). `avifenc --min Q --max Q
 ///   --minalpha Q --maxalpha Q` takes the same settings.
 /// - **Speed** is libavif's, 0 (slowest, smallest) to 10 (fastest): `avifenc
-///   -s`. 6 by default (avifenc's). libaom at speed 6 takes a few hundred
-///   milliseconds for a 512-pixel thumbnail on one core (BENCHMARKS.md).
+///   -s`. 6 by default (avifenc's). libaom at speed 6 takes about 185 ms
+///   for a 512x370 photo on one core here, about 60 ms at speed 8, for
+///   files of about the same size (BENCHMARKS.md, *Encoders*).
 /// - **Chroma subsampling**: 4:2:0 by default (what photos are sent as),
 ///   4:4:4 for images with fine coloured detail (``ChromaSubsampling``).
 /// - **Codec**: libaom, chosen explicitly (`AVIF_CODEC_CHOICE_AOM`, as
