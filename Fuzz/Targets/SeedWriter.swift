@@ -33,6 +33,9 @@ public enum SeedWriter {
         try StoredImage.encode(opaque, encoding: .automatic).write(to: stored.appendingPathComponent("opaque-jpeg.aiki"))
         try StoredImage.encode(translucent, encoding: .automatic).write(to: stored.appendingPathComponent("alpha-png.aiki"))
         try StoredImage.encode(animated, encoding: .automatic).write(to: stored.appendingPathComponent("animation-raw.aiki"))
+        try StoredImage.encode(opaque, encoding: .webp(quality: 80)).write(to: stored.appendingPathComponent("opaque-webp.aiki"))
+        try StoredImage.encode(translucent, encoding: .avif(quality: 60, speed: 10))
+            .write(to: stored.appendingPathComponent("alpha-avif.aiki"))
 
         var metadata = DataCacheMetadata(
             etag: "\"abc\"", lastModified: "Tue, 24 Nov 2026 00:00:00 GMT", freshUntil: 1_800_000_000,

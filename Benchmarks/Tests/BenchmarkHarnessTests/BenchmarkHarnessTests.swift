@@ -140,6 +140,7 @@ final class BenchmarkHarnessTests: XCTestCase {
             (["loader", "--source", "ftp"], "--source"),
             (["scale", "--sizes", "1k,4"], "--sizes"),
             (["thumbnails", "--unknown"], "--unknown"),
+            (["encode", "--avif-speeds", "6,11"], "--avif-speeds"),
             (["nonsense"], "nonsense"),
         ]
         for (arguments, says) in refused {
@@ -160,14 +161,25 @@ final class BenchmarkHarnessTests: XCTestCase {
             return line.split(separator: " ").first.map(String.init)
         })
         for workload in [
-            "all", "decode", "resize", "formats", "loader", "cache", "disk", "scale", "thumbnails", "progressive", "soak", "net",
-            "net-report", "nginx-serve",
+            "all", "decode", "resize", "colour", "formats", "encode", "loader", "cache", "disk", "scale", "thumbnails",
+            "progressive", "soak", "net", "net-report", "nginx-serve",
         ] {
             XCTAssertTrue(listed.contains(workload), "\(workload) is not in the help:\n\(result.output)")
         }
         for child in ["serve", "run-one", "decode-bound", "thumb-one", "net-one"] {
             XCTAssertFalse(listed.contains(child), "the child \(child) is in the help")
         }
+    }
+
+    /// `encode --smoke`: our encoders' rows and, where `cwebp` and `avifenc`
+    /// are installed, theirs, with the same bytes at the same settings.
+    func testEncodeSmokeRun() throws {
+        let result = try run(["encode", "--smoke", "--output", folder.appendingPathComponent("out").path])
+        XCTAssertEqual(result.status, 0, "stderr:\n\(result.errors)\nstdout:\n\(result.output)")
+        for row in ["| WebP q75 m4 | generated-96 | ", "| AVIF q60 (quantizer 25) s10 4:2:0 | generated-96 | "] {
+            XCTAssertTrue(result.output.contains(row), "no row starting \(row):\n\(result.output)")
+        }
+        XCTAssertFalse(result.output.contains("DIFFERENT"), result.output)
     }
 
     /// A child process reports its result on one `TAG payload` line, which

@@ -16,13 +16,21 @@ import Foundation
 ///   thumbnail is about 15-25 KB and decodes in well under a millisecond);
 /// - `png`: a still with transparency, or any still under
 ///   ``ImageEncoding/png`` (pixel for pixel what was made);
+/// - `webp`, `avif`: any still under ``ImageEncoding/webp(quality:)``,
+///   ``ImageEncoding/webpLossless`` or ``ImageEncoding/avif(quality:speed:)``
+///   (or what ``ImageEncoding/negotiated(accept:quality:avifSpeed:)``
+///   resolves to), alpha kept. They are read back by the loader's
+///   decoders, as the others (found by sniffing): a registry without a
+///   WebP or AVIF decoder reads them as a miss. A version of the library
+///   before these kinds reads them as a miss too.
 /// - `raw`: the frames of an animation, as they are (no encoder here writes
 ///   animations).
 ///
-/// The metadata says the JPEG's quality and whether the image is opaque
-/// (both absent from entries written before they were recorded: a JPEG
-/// then was always quality 90; an unknown opacity is read as "decode to
-/// know"), so that ``AsyncImageLoader/encodedImage(for:encoding:)`` can
+/// The metadata says the JPEG's, WebP's or AVIF's quality (and WebP's
+/// `lossless`, AVIF's speed) and whether the image is opaque (the JPEG
+/// quality and the opacity are absent from entries written before they
+/// were recorded: a JPEG then was always quality 90; an unknown opacity is
+/// read as "decode to know"), so that ``AsyncImageLoader/encodedImage(for:encoding:)`` can
 /// serve a payload as it is, with no decode and no encode (``stored(_:)``).
 /// Optional JSON fields: the format version did not change, and either
 /// version of the library reads the other's entries.
@@ -36,6 +44,8 @@ package enum StoredImage {
         case raw = 0
         case jpeg = 1
         case png = 2
+        case webp = 3
+        case avif = 4
     }
 
     /// What the payload does not say about the image.
@@ -55,8 +65,13 @@ package enum StoredImage {
         /// The source file's properties (``Image/fileProperties``).
         var fileProperties: ImageFileProperties?
         /// A `jpeg` payload's quality (nil before it was recorded: then 90,
-        /// the only quality written until then).
+        /// the only quality written until then); a `webp` or `avif`
+        /// payload's (libwebp's effort for a lossless WebP).
         var quality: Int?
+        /// Whether a `webp` payload is lossless.
+        var lossless: Bool?
+        /// An `avif` payload's libavif speed.
+        var speed: Int?
         /// ``Image/isOpaque`` (nil before it was recorded).
         var opaque: Bool?
     }
@@ -83,6 +98,8 @@ package enum StoredImage {
         let payloadKind: Payload
         let payload: Data
         var quality: Int?
+        var lossless: Bool?
+        var speed: Int?
         if image.isAnimated {
             payloadKind = .raw
             var frames = Data(capacity: image.frames.count * image.width * image.height * 4)
@@ -95,8 +112,16 @@ package enum StoredImage {
             } else {
                 payload = try EncodedPayload(image, as: kind).data
             }
-            quality = kind.quality
-            payloadKind = kind == .png ? .png : .jpeg
+            switch kind {
+            case .jpeg(let q):
+                (payloadKind, quality) = (.jpeg, q)
+            case .png:
+                payloadKind = .png
+            case .webp(let q, let isLossless):
+                (payloadKind, quality, lossless) = (.webp, q, isLossless)
+            case .avif(let q, let s):
+                (payloadKind, quality, speed) = (.avif, q, s)
+            }
         }
         let metadata = Metadata(
             width: image.width, height: image.height, format: image.format?.rawValue,
@@ -105,7 +130,7 @@ package enum StoredImage {
             scaleDenominator: image.decodeInfo.scaleDenominator, decodedWidth: image.decodeInfo.decodedSize.width,
             decodedHeight: image.decodeInfo.decodedSize.height, countedPixels: image.decodeInfo.countedPixels,
             durations: image.frames.map(\.duration), fileProperties: image.fileProperties, quality: quality,
-            opaque: image.isOpaque)
+            lossless: lossless, speed: speed, opaque: image.isOpaque)
         guard let json = try? JSONEncoder().encode(metadata) else {
             throw .encoding(.png, reason: "the stored image's metadata could not be encoded")
         }
@@ -126,8 +151,9 @@ package enum StoredImage {
         let metadata: Metadata
         let payload: Data
 
-        /// The payload's bytes as one encoded kind (a JPEG at its quality,
-        /// or a PNG), nil for raw frames.
+        /// The payload's bytes as one encoded kind (a JPEG, WebP or AVIF at
+        /// its settings, or a PNG), nil for raw frames (or a WebP or AVIF
+        /// whose settings are not recorded).
         var encoded: EncodedPayload? {
             switch kind {
             case .raw: return nil
@@ -135,6 +161,12 @@ package enum StoredImage {
             case .jpeg:
                 return EncodedPayload(
                     kind: .jpeg(quality: metadata.quality ?? StoredImage.unrecordedJPEGQuality), data: payload)
+            case .webp:
+                guard let quality = metadata.quality, let lossless = metadata.lossless else { return nil }
+                return EncodedPayload(kind: .webp(quality: quality, lossless: lossless), data: payload)
+            case .avif:
+                guard let quality = metadata.quality, let speed = metadata.speed else { return nil }
+                return EncodedPayload(kind: .avif(quality: quality, speed: speed), data: payload)
             }
         }
 
@@ -165,7 +197,8 @@ package enum StoredImage {
             (1...(1 << 20)).contains(metadata.originalWidth), (1...(1 << 20)).contains(metadata.originalHeight),
             (1...(1 << 20)).contains(metadata.decodedWidth), (1...(1 << 20)).contains(metadata.decodedHeight),
             metadata.durations.count <= 10_000, metadata.durations.allSatisfy({ $0.isFinite && $0 >= 0 }),
-            kind == .raw || metadata.durations.count == 1, metadata.quality.map({ (1...100).contains($0) }) ?? true
+            kind == .raw || metadata.durations.count == 1, metadata.quality.map({ (1...100).contains($0) }) ?? true,
+            metadata.speed.map({ (0...10).contains($0) }) ?? true
         else { return nil }
         return Parts(kind: kind, metadata: metadata, payload: Data(data[(start + jsonLength)...]))
     }
@@ -189,7 +222,7 @@ package enum StoredImage {
             }
             bytesPerRow = metadata.width * 4
             if let opaque = metadata.opaque { opacity = opaque ? .opaque : .notOpaque }
-        case .jpeg, .png:
+        case .jpeg, .png, .webp, .avif:
             guard let still = try? decoders.decode(payload, options: DecodingOptions(maxPixels: metadata.width * metadata.height)),
                 still.width == metadata.width, still.height == metadata.height
             else { return nil }

@@ -44,8 +44,9 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     case transport(URL, code: Int, message: String)
     /// The data could not be decoded into an image.
     case decoding(DecodingFailure, url: URL?)
-    /// An image could not be encoded (``PNGEncoder``, ``JPEGEncoder``): the
-    /// format and the codec library's words.
+    /// An image could not be encoded (``PNGEncoder``, ``JPEGEncoder``,
+    /// ``WebPEncoder``, ``AVIFEncoder``), or an encoder's settings are out of
+    /// their range: the format and the codec library's (or the setting's) words.
     case encoding(ImageFormat, reason: String)
     /// The disk cache could not read or write its folder: the path and the
     /// system's words.

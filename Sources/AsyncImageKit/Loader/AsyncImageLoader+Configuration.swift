@@ -63,7 +63,14 @@ extension AsyncImageLoader {
         /// ``ImageEncoding/automatic``: JPEG at quality 90 for opaque stills,
         /// PNG for stills with transparency). A stored thumbnail is served as
         /// it is by ``AsyncImageLoader/encodedImage(for:encoding:)`` when
-        /// asked for what it is stored as.
+        /// asked for what it is stored as. WebP and AVIF may be stored too
+        /// (on the benchmark's photos, WebP at quality 75 is 40% smaller
+        /// than JPEG at 75, AVIF at 60 half its size, but AVIF is slow to
+        /// write: BENCHMARKS.md, *Encoders*): they are
+        /// read back through ``decoders``, which must then hold WebP and AVIF
+        /// decoders (the default registry does). A
+        /// ``ImageEncoding/negotiated(accept:quality:avifSpeed:)`` here
+        /// stores what its `accept` chooses.
         public var processedImageEncoding: ImageEncoding
         /// End a progressive JPEG's transfer once its DC coefficients are in
         /// when every request for it decodes at 1/8 scale or smaller (the

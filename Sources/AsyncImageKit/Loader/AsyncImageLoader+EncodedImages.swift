@@ -13,14 +13,33 @@ extension AsyncImageLoader {
     /// // respond with thumbnail.data, Content-Type: thumbnail.contentType
     /// ```
     ///
+    /// **AVIF and WebP for the clients that take them**: pass the client's
+    /// `Accept` field with ``ImageEncoding/negotiated(accept:quality:avifSpeed:)``
+    /// and answer with `Vary: Accept` when ``EncodedImage/variesByAccept``
+    /// says so (always, for a negotiated answer), so that a shared cache in
+    /// front keeps one copy per field rather than serving one client's AVIF
+    /// to another that cannot decode it. A handler (Hummingbird 2):
+    ///
+    /// ```swift
+    /// router.get("/thumb") { request, context -> Response in
+    ///     let source = try ImageRequest(url: sourceURL(request), sizing: .fitInside(PixelSize(width: 256, height: 256)))
+    ///     let thumbnail = try await loader.encodedImage(
+    ///         for: source, encoding: .negotiated(accept: request.headers[.accept], quality: 75))
+    ///     var headers: HTTPFields = [.contentType: thumbnail.contentType, .cacheControl: "public, max-age=86400"]
+    ///     if thumbnail.variesByAccept { headers[.vary] = "Accept" }
+    ///     return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: thumbnail.data)))
+    /// }
+    /// ```
+    ///
     /// In order:
     /// 1. **The memory cache**: its image is encoded
     ///    (``ImageResponse/Source/memoryCache``).
     /// 2. **A stored thumbnail** (a display-size request whose processed
     ///    image is on disk, usable now as a load would find it: fresh, or
     ///    stale where ``ImageCachePolicy`` allows): when it is stored as
-    ///    what `encoding` asks for (a JPEG at the same quality for an
-    ///    opaque image, or a PNG), its bytes are returned as they are, read
+    ///    what `encoding` asks for (a JPEG, WebP or AVIF at the same
+    ///    settings, or a PNG; for a negotiated encoding, what the client's
+    ///    field chooses), its bytes are returned as they are, read
     ///    on the disk queue: no decode, no encode
     ///    (``EncodedImage/isStoredEncoding``). This is a read, not a load:
     ///    no notification is posted and nothing goes into the memory cache
@@ -43,7 +62,8 @@ extension AsyncImageLoader {
     ///     makes a thumbnail the disk cache keeps.
     ///   - encoding: how to write it (default ``ImageEncoding/automatic``:
     ///     JPEG at quality 90 for an opaque image, PNG for one with
-    ///     transparency, by ``Image/isOpaque``).
+    ///     transparency, by ``Image/isOpaque``; WebP, AVIF, or chosen from
+    ///     the client's `Accept` field: ``ImageEncoding``).
     /// - Throws: ``AsyncImageError`` (as a load fails, or
     ///   ``AsyncImageError/encoding(_:reason:)``), or `CancellationError`.
     public func encodedImage(for request: ImageRequest, encoding: ImageEncoding = .automatic) async throws
@@ -76,7 +96,8 @@ extension AsyncImageLoader {
         }
         return EncodedImage(
             data: payload.data, format: kind.format, quality: kind.quality, width: still.width, height: still.height,
-            source: response.source, isStale: response.isStale, fileProperties: response.image.fileProperties)
+            source: response.source, isStale: response.isStale, fileProperties: response.image.fileProperties,
+            variesByAccept: encoding.variesByAccept)
     }
 
     /// A stored answer's events, for the event monitor (and so for
@@ -136,7 +157,8 @@ extension AsyncImageLoader {
                     returning: EncodedImage(
                         data: payload.data, format: payload.kind.format, quality: payload.kind.quality,
                         width: parts.size.width, height: parts.size.height, source: .diskCache, isStoredEncoding: true,
-                        isStale: staleness.isStale, fileProperties: parts.metadata.fileProperties))
+                        isStale: staleness.isStale, fileProperties: parts.metadata.fileProperties,
+                        variesByAccept: encoding.variesByAccept))
             }
         }
     }

@@ -45,20 +45,32 @@ struct CodecTools {
 
     /// Runs `tool` with `arguments` and fails unless it exits 0.
     func run(_ tool: String, _ arguments: [String]) throws {
+        _ = try output(tool, arguments)
+    }
+
+    /// Runs `tool` with `arguments`, fails unless it exits 0, and returns
+    /// what it wrote to standard output (standard error goes to a file, so
+    /// that neither stream can fill a pipe while the other is read).
+    func output(_ tool: String, _ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Self.path(of: tool, package: packages[tool]))
         process.arguments = arguments
-        let errors = Pipe()
+        let errorsFile = folder.appendingPathComponent("stderr-\(UUID().uuidString).txt")
+        _ = FileManager.default.createFile(atPath: errorsFile.path, contents: nil)
+        let errors = try FileHandle(forWritingTo: errorsFile)
+        defer { try? errors.close() }
+        let out = Pipe()
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = out
         try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        let printed = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
+            let message = (try? String(contentsOf: errorsFile, encoding: .utf8)) ?? ""
             throw WebPTools.ToolFailure(
-                description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): "
-                    + String(decoding: message, as: UTF8.self))
+                description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): " + message)
         }
+        return String(decoding: printed, as: UTF8.self)
     }
 
     /// Writes `image` as a PNG in the folder and returns its path.

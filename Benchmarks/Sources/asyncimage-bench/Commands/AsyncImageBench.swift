@@ -18,8 +18,9 @@ struct AsyncImageBench: ParsableCommand {
                 Benchmarks/.build/release/asyncimage-bench all --smoke
             """,
         subcommands: [
-            AllCommand.self, DecodeCommand.self, ResizeCommand.self, ColourCommand.self, FormatsCommand.self, LoaderCommand.self, CacheCommand.self,
-            DiskCommand.self, ScaleCommand.self, ThumbnailsCommand.self, ProgressiveCommand.self, SoakCommand.self,
+            AllCommand.self, DecodeCommand.self, ResizeCommand.self, ColourCommand.self, FormatsCommand.self, EncodeCommand.self,
+            LoaderCommand.self, CacheCommand.self, DiskCommand.self, ScaleCommand.self, ThumbnailsCommand.self,
+            ProgressiveCommand.self, SoakCommand.self,
             NetCommand.self, NetReportCommand.self, NginxServeCommand.self,
             // The child processes.
             ServeChildCommand.self, RunOneChildCommand.self, DecodeBoundChildCommand.self, ThumbOneChildCommand.self,
