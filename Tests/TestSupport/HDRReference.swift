@@ -52,25 +52,45 @@ public enum HDRReference {
         [-0.018151, -0.100579, 1.118730],
     ]
 
+    /// Display P3 (P3 primaries, D65) to BT.709 for linear light (to 6
+    /// places: the product of the two RGB-to-XYZ matrices of CSS Color 4).
+    public static let displayP3To709: [[Double]] = [
+        [1.224940, -0.224940, 0.0],
+        [-0.042057, 1.042057, 0.0],
+        [-0.019638, -0.078636, 1.098274],
+    ]
+
+    /// The source primaries: the matrix to BT.709 and the luminance weights (HLG's `Ys`).
+    public enum Primaries: Sendable {
+        case bt2020, displayP3
+
+        var matrix: [[Double]] { self == .bt2020 ? bt2020To709 : displayP3To709 }
+        var luminance: [Double] { self == .bt2020 ? [0.2627, 0.6780, 0.0593] : [0.228975, 0.691739, 0.079287] }
+    }
+
     /// IEC 61966-2-1.
     public static func sRGB(_ linear: Double) -> Double {
         linear <= 0.0031308 ? 12.92 * linear : 1.055 * pow(linear, 1 / 2.4) - 0.055
     }
 
-    /// The 8-bit sRGB of one BT.2020 pixel whose signals are `rgb` (each in
-    /// [0, 1]); `peak` is the source peak (HLG: 1000).
-    public static func sdr(_ rgb: [Double], transfer: Transfer, peak: Double = 1000) -> [UInt8] {
+    /// The 8-bit sRGB of one pixel (BT.2020 unless `primaries` says
+    /// otherwise) whose signals are `rgb` (each in [0, 1]); `peak` is the
+    /// source peak (HLG: 1000).
+    public static func sdr(_ rgb: [Double], transfer: Transfer, peak: Double = 1000, primaries: Primaries = .bt2020)
+        -> [UInt8]
+    {
         var light: [Double]
         switch transfer {
         case .pq:
             light = rgb.map { pqToLight($0) }
         case .hlg:
             let scene = rgb.map { hlgToScene($0) }
-            let ys = 0.2627 * scene[0] + 0.6780 * scene[1] + 0.0593 * scene[2]
+            let w = primaries.luminance
+            let ys = w[0] * scene[0] + w[1] * scene[1] + w[2] * scene[2]
             light = scene.map { 1000 * pow(ys, 0.2) * $0 }
         }
         light = light.map { pqToLight(eetf(lightToPQ($0), peak: transfer == .hlg ? 1000 : peak)) / 203 }
-        return bt2020To709.map { row in
+        return primaries.matrix.map { row in
             let value = row[0] * light[0] + row[1] * light[1] + row[2] * light[2]
             return UInt8((255 * sRGB(min(max(value, 0), 1))).rounded())
         }

@@ -118,15 +118,22 @@ enum ColorConversion {
             guard let chunks = nclx.chunks, !chunks.isSRGB, !layout.isCMYK else { return nil }
             return ColorTransformCache.shared.outcome(chunks: chunks, layout: layout, management: management)
                 .transform
+        case .hdrEncoding:
+            return nil
         }
     }
 
     /// The tone mapping to apply instead of a transform: an `nclx` PQ or HLG
-    /// description whose primaries it can convert, with colour management
-    /// on; `nil` otherwise (with it off, the samples as stored).
+    /// description whose primaries it can convert, or a JPEG XL PQ or HLG
+    /// encoding, with colour management on; `nil` otherwise (with it off,
+    /// the samples as stored).
     static func toneMapping(for source: ColorSource?, management: ColorManagement) -> HDRToneMapping? {
-        guard management.convertsToSRGB, case .nclx(let nclx)? = source else { return nil }
-        return nclx.toneMapping
+        guard management.convertsToSRGB else { return nil }
+        switch source {
+        case .nclx(let nclx)?: return nclx.toneMapping
+        case .hdrEncoding(let encoding)?: return encoding.mapping
+        default: return nil
+        }
     }
 
     /// What ``ImageFileProperties/colorProfile`` reports of `source` for an
@@ -168,6 +175,17 @@ enum ColorConversion {
             var info = self.info(for: .pngChunks(chunks), layout: layout)
             info.source = .nclx
             info.description = nclx.summary
+            return info
+        case .hdrEncoding(let encoding):
+            // Libjxl's profile for the encoding, as for JPEG XL's SDR ones;
+            // the tone mapping instead of any warning about it.
+            var info =
+                encoding.profile.map { self.info(for: .icc($0), layout: layout) }
+                ?? ColorProfileInfo(
+                    source: .iccProfile, description: nil, colorSpace: .rgb, byteCount: 0, isSRGB: false)
+            info.isSRGB = false
+            info.warning = nil
+            info.hdrToneMapping = encoding.mapping
             return info
         case .icc(let profile):
             let details = ProfileDetails(profile)

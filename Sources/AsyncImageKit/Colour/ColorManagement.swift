@@ -5,9 +5,9 @@
 /// `ICC_PROFILE`, PNG `iCCP`, WebP `ICCP`, GIF `ICCRGBG1012`), or a PNG with
 /// `gAMA`/`cHRM` chunks, is converted to sRGB with Little CMS while it is
 /// decoded, so its pixels mean what an sRGB display shows. An AVIF or HEIC
-/// whose `nclx` description says PQ or HLG (HDR) is tone mapped to SDR
-/// (``HDRToneMapping``). An image with no colour information, and one whose
-/// profile is sRGB, is not touched.
+/// whose `nclx` description, or a JPEG XL whose colour encoding, says PQ or
+/// HLG (HDR) is tone mapped to SDR (``HDRToneMapping``). An image with no
+/// colour information, and one whose profile is sRGB, is not touched.
 ///
 /// ```swift
 /// // Per loader: never convert (the pixels as stored, read as sRGB).

@@ -5,7 +5,9 @@ public struct ColorProfileInfo: Sendable, Hashable, Codable {
     /// Where the colour information comes from.
     public enum Source: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
         /// An embedded ICC profile: JPEG APP2 `ICC_PROFILE` (joined across
-        /// segments), PNG `iCCP`, WebP `ICCP`, GIF `ICCRGBG1012`.
+        /// segments), PNG `iCCP`, WebP `ICCP`, GIF `ICCRGBG1012`, an AVIF or
+        /// HEIC `colr` profile; for JPEG XL, its profile or libjxl's
+        /// description of its enumerated colour encoding as one.
         case iccProfile
         /// A PNG `sRGB` chunk (and no `iCCP`).
         case pngSRGBChunk
@@ -53,7 +55,8 @@ public struct ColorProfileInfo: Sendable, Hashable, Codable {
     /// does not decompress, a profile Little CMS rejects, one whose colour
     /// space is not the image's. The image still decodes, unconverted.
     public var warning: String?
-    /// For an HDR image (an `nclx` description with the PQ or HLG transfer):
+    /// For an HDR image (an AVIF or HEIC `nclx` description, or a JPEG XL
+    /// colour encoding, with the PQ or HLG transfer):
     /// how the decoders tone map it to SDR sRGB, its source peak and where
     /// that comes from (see ``HDRToneMapping``); `nil` for SDR.
     public var hdrToneMapping: HDRToneMapping?

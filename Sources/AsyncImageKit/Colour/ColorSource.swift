@@ -16,11 +16,16 @@ enum ColorSource: Hashable, Sendable {
     case pngChunks(PNGColorChunks)
     /// An AVIF or HEIC `nclx` colour description.
     case nclx(NCLXColor)
+    /// A JPEG XL colour encoding with the PQ or HLG transfer: tone mapped,
+    /// not converted.
+    case hdrEncoding(HDREncoding)
 
-    /// Whether this is (or was meant to be) an embedded ICC profile.
+    /// Whether this is (or was meant to be) an embedded ICC profile (for
+    /// JPEG XL, an encoding libjxl describes as one).
     var isEmbeddedProfile: Bool {
         switch self {
         case .icc, .malformed: return true
+        case .hdrEncoding(let encoding): return encoding.profile != nil
         case .pngSRGB, .pngChunks, .nclx: return false
         }
     }
@@ -38,6 +43,19 @@ enum ColorSource: Hashable, Sendable {
         guard chunks.gamma != nil || chunks.chromaticities != nil else { return nil }
         return .pngChunks(chunks)
     }
+}
+
+/// An HDR colour encoding given by its primaries and white point rather
+/// than by code points (a JPEG XL image's): the tone mapping
+/// (``HDRToneMapping``) it is brought to SDR with.
+struct HDREncoding: Hashable, Sendable {
+    var mapping: HDRToneMapping
+    /// White x, y, then red, green and blue x, y (as ``NCLXColor/chromaticities``).
+    var chromaticities: [Double]
+    /// The ICC profile libjxl describes the encoding with: what
+    /// ``ImageFileProperties/colorProfile`` reports, as for JPEG XL's other
+    /// encodings; `nil` when libjxl gives none.
+    var profile: Data?
 }
 
 /// What a PNG's `gAMA` and `cHRM` chunks say.

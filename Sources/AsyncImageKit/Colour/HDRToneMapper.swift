@@ -1,8 +1,8 @@
 import Foundation
 
-/// ``HDRToneMapping`` on pixels: high-bit-depth RGB(A) samples from libavif
-/// or libheif in, 8-bit sRGB RGBA out. Made for one image (its bit depth,
-/// primaries and source peak); immutable, so one may serve any thread.
+/// ``HDRToneMapping`` on pixels: high-bit-depth RGB(A) samples from libavif,
+/// libheif or libjxl in, 8-bit sRGB RGBA out. Made for one image (its bit
+/// depth, primaries and source peak); immutable, so one may serve any thread.
 struct HDRToneMapper: Sendable {
     let mapping: HDRToneMapping
     /// 2^depth - 1.
@@ -38,16 +38,25 @@ struct HDRToneMapper: Sendable {
     /// `nil` when the primaries are not ones the matrix can be made for, or
     /// the depth is not 8 to 16 bits.
     init?(_ mapping: HDRToneMapping, primaries: Int, bitDepth: Int) {
-        guard (8...16).contains(bitDepth), let source = PrimariesMatrix.chromaticities(forHDR: primaries) else {
-            return nil
-        }
+        guard let source = PrimariesMatrix.chromaticities(forHDR: primaries) else { return nil }
+        self.init(mapping, chromaticities: source, bitDepth: bitDepth)
+    }
+
+    /// For primaries given by their chromaticities (white x, y, then red,
+    /// green and blue x, y, as ``NCLXColor/chromaticities``): `nil` when
+    /// they make no matrix (a y of 0, primaries on one line), or the depth
+    /// is not 8 to 16 bits.
+    init?(_ mapping: HDRToneMapping, chromaticities source: [Double], bitDepth: Int) {
+        guard (8...16).contains(bitDepth), PrimariesMatrix.isUsable(source) else { return nil }
+        let matrix = PrimariesMatrix.toBT709(from: source)
+        let luminance = PrimariesMatrix.luminance(source)
         self.mapping = mapping
         maxCode = (1 << bitDepth) - 1
         let eetf = HDRToneMapping.EETF(sourcePeak: mapping.effectivePeak)
         let knee = eetf.kneeLuminance
         kneeLuminance = Float(knee)
-        matrix = PrimariesMatrix.toBT709(from: source).map { Float($0) }
-        luminance = PrimariesMatrix.luminance(source).map { Float($0) }
+        self.matrix = matrix.map { Float($0) }
+        self.luminance = luminance.map { Float($0) }
         let scale = 1 / Double(maxCode)
         switch mapping.transfer {
         case .pq:

@@ -1,14 +1,15 @@
 import Foundation
 
-/// How the decoders bring an HDR image (an AVIF or HEIC `nclx` description
-/// with the PQ or HLG transfer) to 8-bit sRGB: the tone mapping of
-/// ITU-R BT.2408 (its Annex 5 EETF, the one of BT.2390), which
-/// ``ColorProfileInfo/hdrToneMapping`` reports for such a file.
+/// How the decoders bring an HDR image (an AVIF or HEIC `nclx` description,
+/// or a JPEG XL colour encoding, with the PQ or HLG transfer) to 8-bit sRGB:
+/// the tone mapping of ITU-R BT.2408 (its Annex 5 EETF, the one of
+/// BT.2390), which ``ColorProfileInfo/hdrToneMapping`` reports for such a
+/// file.
 ///
 /// The samples are read at the file's own bit depth (10 or 12 bits; libavif
-/// and libheif are asked for RGB at that depth), so nothing is rounded to 8
-/// bits before the last step. For each pixel, with `R'G'B'` its samples
-/// normalised to [0, 1] (code / (2^depth - 1)):
+/// and libheif are asked for RGB at that depth; libjxl for 16-bit samples),
+/// so nothing is rounded to 8 bits before the last step. For each pixel,
+/// with `R'G'B'` its samples normalised to [0, 1] (code / (2^depth - 1)):
 ///
 /// 1. **To display light.**
 ///    - **PQ** (H.273 transfer 16): the SMPTE ST 2084 EOTF of each of
@@ -37,8 +38,10 @@ import Foundation
 ///    - `Lw`, the source peak (``sourcePeak``): for PQ the file's content
 ///      light level (`clli` MaxCLL) when it has one, else its mastering
 ///      display's peak (`mdcv`), else ``defaultSourcePeak`` (1000 cd/m²,
-///      the usual grading peak and HLG's nominal one); for HLG always the
-///      nominal 1000 cd/m² the OOTF assumed. A peak under 203 cd/m² is
+///      the usual grading peak and HLG's nominal one); for a JPEG XL file
+///      its codestream's intensity target, unless that is one of the
+///      defaults that say nothing (``PeakSource/intensityTarget``); for HLG
+///      always the nominal 1000 cd/m² the OOTF assumed. A peak under 203 cd/m² is
 ///      taken as 203: the EETF is then the identity and light above 203 is
 ///      clipped.
 ///    - With the default peak, light up to about 88 cd/m² is kept as it
@@ -48,7 +51,8 @@ import Foundation
 ///      would lose.
 /// 3. **To SDR linear light**: `L' / 203`, so 203 cd/m² is 1.0.
 /// 4. **To BT.709 (sRGB) primaries**: the 3×3 matrix from the file's
-///    primaries (BT.2020 for `nclx` primaries 9, or unspecified) to
+///    primaries (BT.2020 for `nclx` primaries 9, or unspecified; for JPEG
+///    XL, its colour encoding's primaries and white point) to
 ///    BT.709's, made from their chromaticities (with a Bradford adaptation
 ///    to D65 when the file's white is another); for BT.2020 it is
 ///    BT.2087's `[1.6605 -0.5876 -0.0728; -0.1246 1.1329 -0.0083;
@@ -91,7 +95,15 @@ public struct HDRToneMapping: Sendable, Hashable, Codable, CustomStringConvertib
         case contentLightLevel
         /// The `mdcv` box's mastering display maximum luminance.
         case masteringDisplay
-        /// Neither (or HLG, which is scene-referred): the default of
+        /// A JPEG XL codestream's `intensity_target` (its upper bound on the
+        /// luminance in the image), when it is neither 10000 cd/m² (what
+        /// libjxl's encoder writes for any PQ image unless told otherwise:
+        /// the whole PQ range, no measurement) nor 255 (the codestream's
+        /// default when the field is not written, which `cjxl` 0.7 leaves on
+        /// a lossy PQ image); with either of those the peak is
+        /// ``assumed``.
+        case intensityTarget
+        /// None of those (or HLG, which is scene-referred): the default of
         /// ``HDRToneMapping/defaultSourcePeak``, HLG's nominal display peak.
         case assumed
 
@@ -150,6 +162,27 @@ extension HDRToneMapping {
             self.init(transfer: .hlg, sourcePeak: Self.defaultSourcePeak, peakSource: .assumed)
         default:
             return nil
+        }
+    }
+
+    /// libjxl's defaults for a JPEG XL `intensity_target` that say nothing
+    /// about the image: 10000 (its encoder's choice for PQ) and 255 (the
+    /// codestream's value when the field is not written).
+    static let defaultIntensityTargets: Set<Float> = [10000, 255]
+
+    /// The mapping for a JPEG XL colour encoding's transfer, PQ (16) or HLG
+    /// (18) as in H.273, `nil` for any other. PQ's peak is
+    /// `intensityTarget` when it is over 0, finite and not one of
+    /// ``defaultIntensityTargets``.
+    init?(transferCode: Int, intensityTarget: Float) {
+        guard transferCode == 16 else {
+            self.init(transferCode: transferCode)
+            return
+        }
+        if intensityTarget > 0, intensityTarget.isFinite, !Self.defaultIntensityTargets.contains(intensityTarget) {
+            self.init(transfer: .pq, sourcePeak: Double(intensityTarget), peakSource: .intensityTarget)
+        } else {
+            self.init(transfer: .pq, sourcePeak: Self.defaultSourcePeak, peakSource: .assumed)
         }
     }
 
@@ -238,6 +271,25 @@ enum PrimariesMatrix {
     /// unspecified (2, as BT.2100 has it); `nil` for code points not in the table.
     static func chromaticities(forHDR primaries: Int) -> [Double]? {
         NCLXColor.chromaticities[primaries == 2 ? 9 : primaries]
+    }
+
+    /// Whether `source` (white x, y, then red, green, blue x, y) makes the
+    /// matrices: eight finite values, no y of 0, primaries not on one line.
+    static func isUsable(_ source: [Double]) -> Bool {
+        guard source.count == 8, source.allSatisfy({ $0.isFinite }),
+            stride(from: 1, to: 8, by: 2).allSatisfy({ source[$0] > 0 })
+        else { return false }
+        // The primaries' xyz as columns: a triangle of (next to) no area has no inverse.
+        let xyz: Matrix = (0..<9).map { index in
+            let x = source[2 + 2 * (index % 3)], y = source[3 + 2 * (index % 3)]
+            return [x, y, 1 - x - y][index / 3]
+        }
+        guard abs(determinant(xyz)) > 1e-6 else { return false }
+        return (toBT709(from: source) + luminance(source)).allSatisfy { $0.isFinite }
+    }
+
+    static func determinant(_ m: Matrix) -> Double {
+        m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6])
     }
 
     /// Linear RGB of `source` (white x, y, then red, green, blue x, y) to

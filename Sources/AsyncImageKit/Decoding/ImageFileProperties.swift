@@ -59,7 +59,8 @@ import Foundation
 ///   bits per sample, alpha, animation and its loop count, stored as plays
 ///   and given as repeats as for WebP), the colour encoding (an ICC
 ///   profile, or an enumerated encoding other than sRGB described by libjxl
-///   as one: ``hasICCProfile`` is then true), and an animation's frames
+///   as one: ``hasICCProfile`` is then true; PQ or HLG with its
+///   ``ColorProfileInfo/hdrToneMapping``), and an animation's frames
 ///   counted from their headers. The colour type is ``ImageColorType/rgb``
 ///   or ``ImageColorType/rgba`` (grey: ``ImageColorType/grayscale``,
 ///   ``ImageColorType/grayscaleAlpha``). An `Exif` box before the

@@ -10,12 +10,21 @@ import Foundation
 /// is applied by libjxl (JPEG XL stores it in its header, and a JPEG's EXIF
 /// orientation is carried there by `cjxl`).
 ///
-/// **Colour:** with colour management on, a lossy (XYB) image is rendered
-/// by libjxl straight to sRGB; any other output colour space (a lossless
-/// image's ICC profile or enumerated encoding, described by libjxl as an ICC
-/// profile) is converted with Little CMS, as for the other formats (see
+/// **Colour:** with colour management on, an image whose colour encoding
+/// has the PQ or HLG transfer (HDR) is tone mapped to SDR as
+/// ``HDRToneMapping`` says, from 16-bit samples in that encoding, before
+/// anything is rounded to 8 bits: a lossless image's as stored, a lossy
+/// (XYB) one's as libjxl renders them to the same encoding (asked for as
+/// its preferred output profile, and checked to be what it gives); PQ's
+/// source peak is the codestream's intensity target unless that is one of
+/// libjxl's defaults (``HDRToneMapping/PeakSource/intensityTarget``), HLG's
+/// the nominal 1000 cd/m². Any other lossy (XYB) image is rendered by libjxl
+/// straight to sRGB; any other output colour space (a lossless image's ICC
+/// profile or enumerated encoding, described by libjxl as an ICC profile)
+/// is converted with Little CMS, as for the other formats (see
 /// <doc:ColourManagement>). With it off, the samples are libjxl's in the
-/// image's own colour space.
+/// image's own colour space (for PQ and HLG, the signal as stored, brought
+/// to 8 bits).
 ///
 /// **Downsampled:** libjxl 0.7 has no reduced-size decode: the image is
 /// decoded at full size, then area-averaged to ``DecodingOptions/naturalSize(for:)``.
@@ -74,6 +83,11 @@ public struct JXLDecoder: ImageDecoding {
         var info: JxlBasicInfo?
         var upright = PixelSize(width: 0, height: 0)
         var transform: ColorTransform?
+        // PQ or HLG: libjxl's 16-bit RGBA in the image's own encoding, into
+        // `wide` (one buffer for every frame), tone mapped into `buffer`.
+        var mapper: HDRToneMapper?
+        var wide: (pointer: UnsafeMutablePointer<UInt8>, count: Int)?
+        defer { if let wide { PixelMemory.release(wide.pointer, count: wide.count) } }
         var frames: [ImageFrame] = []
         var frameDuration = 0.0
         var framePixels = 0
@@ -103,14 +117,24 @@ public struct JXLDecoder: ImageDecoding {
                 framePixels = basic.have_animation != 0 ? max(pixels, Self.minimumFramePixels) : pixels
                 info = basic
             case JXL_DEC_COLOR_ENCODING:
-                if options.colorManagement.convertsToSRGB {
-                    // Only takes for an XYB (lossy) image, which libjxl then renders as sRGB.
-                    var sRGB = JxlColorEncoding()
-                    JxlColorEncodingSetToSRGB(&sRGB, (info?.num_color_channels ?? 3) == 1 ? 1 : 0)
-                    _ = JxlDecoderSetPreferredColorProfile(decoder, &sRGB)
-                    transform = ColorConversion.transform(
-                        for: JXLColor.source(decoder).0, layout: .rgba, management: options.colorManagement)
+                guard options.colorManagement.convertsToSRGB, let info else { break }
+                // PQ or HLG: the samples in that encoding (an XYB image asked
+                // for it, and checked), at 16 bits, tone mapped.
+                if let hdr = JXLColor.hdr(decoder, intensityTarget: info.intensity_target),
+                    let toneMapper = HDRToneMapper(
+                        hdr.color.mapping, chromaticities: hdr.color.chromaticities, bitDepth: 16),
+                    JXLColor.outputs(hdr.encoding, decoder, asking: info.uses_original_profile == 0)
+                {
+                    mapper = toneMapper
+                    format.data_type = JXL_TYPE_UINT16
+                    break
                 }
+                // Only takes for an XYB (lossy) image, which libjxl then renders as sRGB.
+                var sRGB = JxlColorEncoding()
+                JxlColorEncodingSetToSRGB(&sRGB, info.num_color_channels == 1 ? 1 : 0)
+                _ = JxlDecoderSetPreferredColorProfile(decoder, &sRGB)
+                transform = ColorConversion.transform(
+                    for: JXLColor.output(decoder).0, layout: .rgba, management: options.colorManagement)
             case JXL_DEC_FRAME:
                 // A frame header: the limits before its pixels.
                 guard frames.count < options.maxFrames else {
@@ -134,19 +158,34 @@ public struct JXLDecoder: ImageDecoding {
                 }
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 var size = 0
+                let sampleBytes = mapper == nil ? 1 : 2
                 guard JxlDecoderImageOutBufferSize(decoder, &format, &size) == JXL_DEC_SUCCESS,
-                    size == upright.width * upright.height * 4
-                else { throw failure(.pixels, "libjxl's output buffer is not \(upright.width)x\(upright.height) RGBA") }
-                guard let pointer = PixelMemory.allocate(size) else {
-                    throw failure(.memory, "cannot allocate \(size) bytes for \(upright.width)x\(upright.height)")
+                    size == upright.width * upright.height * 4 * sampleBytes
+                else {
+                    throw failure(
+                        .pixels, "libjxl's output buffer is not \(upright.width)x\(upright.height) RGBA at \(8 * sampleBytes) bits")
                 }
-                buffer = (pointer, size)
-                guard JxlDecoderSetImageOutBuffer(decoder, &format, pointer, size) == JXL_DEC_SUCCESS else {
-                    throw failure(.pixels, "libjxl refused the output buffer")
+                guard let pointer = PixelMemory.allocate(size / sampleBytes) else {
+                    throw failure(.memory, "cannot allocate \(size / sampleBytes) bytes for \(upright.width)x\(upright.height)")
                 }
+                buffer = (pointer, size / sampleBytes)
+                if mapper != nil, wide == nil {
+                    guard let samples = PixelMemory.allocate(size) else {
+                        throw failure(.memory, "cannot allocate \(size) bytes for \(upright.width)x\(upright.height) at 16 bits")
+                    }
+                    wide = (samples, size)
+                }
+                guard JxlDecoderSetImageOutBuffer(decoder, &format, wide?.pointer ?? pointer, size) == JXL_DEC_SUCCESS
+                else { throw failure(.pixels, "libjxl refused the output buffer") }
             case JXL_DEC_FULL_IMAGE:
                 guard let done = buffer else { throw failure(.pixels, "frame \(frames.count) has no pixels") }
                 buffer = nil
+                if let mapper, let wide {
+                    let samples = UnsafeRawPointer(wide.pointer).assumingMemoryBound(to: UInt16.self)
+                    mapper.map(
+                        samples, channels: 4, inputRowSamples: upright.width * 4, width: upright.width,
+                        height: upright.height, into: done.pointer, bytesPerRow: upright.width * 4)
+                }
                 transform?.apply(done.pointer, width: upright.width, height: upright.height, bytesPerRow: upright.width * 4)
                 let duration = (info?.have_animation ?? 0) != 0 ? AnimationTimeline.displayDuration(frameDuration) : 0
                 frames.append(ImageFrame(pixels: PixelMemory.data(taking: done.pointer, count: done.count), duration: duration))

@@ -70,6 +70,7 @@ struct JXLHeader {
             exif = foundExif
         }
         var frames = 0
+        var intensityTarget: Float = 0
         while true {
             let status = JxlDecoderProcessInput(decoder)
             switch status {
@@ -113,8 +114,9 @@ struct JXLHeader {
                 isGray = info.num_color_channels == 1
                 isAnimated = info.have_animation != 0
                 if isAnimated { playCount = Int(info.animation.num_loops) }
+                intensityTarget = info.intensity_target
             case JXL_DEC_COLOR_ENCODING:
-                (colorSource, isSRGB) = JXLColor.source(decoder)
+                (colorSource, isSRGB) = JXLColor.source(decoder, intensityTarget: intensityTarget)
             case JXL_DEC_FRAME:
                 // A still image's headers end at its frame header (after
                 // the boxes before it: `cjxl` puts a JPEG's Exif there).
@@ -138,27 +140,46 @@ struct JXLHeader {
     }
 }
 
-/// The colour profile of a decoder's output (`JXL_COLOR_PROFILE_TARGET_DATA`).
+/// The colour of a decoder's output (`JXL_COLOR_PROFILE_TARGET_DATA`), and
+/// of an image whose own encoding is PQ or HLG.
 enum JXLColor {
+    /// The colour the header probe reports: for an image whose own encoding
+    /// is PQ or HLG (``hdr(_:intensityTarget:)``), an
+    /// ``ColorSource/hdrEncoding(_:)`` with libjxl's ICC profile for it;
+    /// for any other, its output's (``output(_:)``).
+    static func source(_ decoder: OpaquePointer, intensityTarget: Float) -> (ColorSource?, isSRGB: Bool) {
+        if var hdr = hdr(decoder, intensityTarget: intensityTarget)?.color {
+            if case .icc(let profile)? = profile(decoder, JXL_COLOR_PROFILE_TARGET_ORIGINAL) { hdr.profile = profile }
+            return (.hdrEncoding(hdr), false)
+        }
+        return output(decoder)
+    }
+
     /// The output's ICC profile, `nil` when it is sRGB (or cannot be had);
     /// and whether it is sRGB as an enumerated encoding.
-    static func source(_ decoder: OpaquePointer) -> (ColorSource?, isSRGB: Bool) {
+    static func output(_ decoder: OpaquePointer) -> (ColorSource?, isSRGB: Bool) {
         var encoding = JxlColorEncoding()
         if JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &encoding) == JXL_DEC_SUCCESS,
             isSRGB(encoding)
         {
             return (nil, true)
         }
+        return (profile(decoder, JXL_COLOR_PROFILE_TARGET_DATA), false)
+    }
+
+    /// libjxl's ICC profile for `target`, `nil` when it has none (or one
+    /// over ``ICCPayload/maxProfileSize``).
+    private static func profile(_ decoder: OpaquePointer, _ target: JxlColorProfileTarget) -> ColorSource? {
         var size = 0
-        guard JxlDecoderGetICCProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS,
+        guard JxlDecoderGetICCProfileSize(decoder, nil, target, &size) == JXL_DEC_SUCCESS,
             size > 0, size <= ICCPayload.maxProfileSize
-        else { return (nil, false) }
+        else { return nil }
         var profile = Data(count: size)
         let status = profile.withUnsafeMutableBytes {
             JxlDecoderGetColorAsICCProfile(
-                decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
+                decoder, nil, target, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
         }
-        return status == JXL_DEC_SUCCESS ? (.icc(profile), false) : (.malformed("libjxl cannot give the ICC profile"), false)
+        return status == JXL_DEC_SUCCESS ? .icc(profile) : .malformed("libjxl cannot give the ICC profile")
     }
 
     /// sRGB (or sRGB grey): D65, sRGB primaries, the sRGB transfer curve.
@@ -167,5 +188,72 @@ enum JXLColor {
             && encoding.white_point == JXL_WHITE_POINT_D65
             && (encoding.color_space == JXL_COLOR_SPACE_GRAY || encoding.primaries == JXL_PRIMARIES_SRGB)
             && encoding.transfer_function == JXL_TRANSFER_FUNCTION_SRGB
+    }
+
+    /// The image's own colour encoding (`JXL_COLOR_PROFILE_TARGET_ORIGINAL`)
+    /// when it is RGB or grey with the PQ or HLG transfer and primaries the
+    /// tone mapping makes a matrix for: the encoding, and its tone mapping
+    /// (PQ's source peak from the codestream's `intensityTarget`, see
+    /// ``HDRToneMapping/PeakSource/intensityTarget``). `nil` for an ICC
+    /// profile (which has no enumerated encoding) and any other transfer.
+    static func hdr(_ decoder: OpaquePointer, intensityTarget: Float)
+        -> (encoding: JxlColorEncoding, color: HDREncoding)?
+    {
+        var encoding = JxlColorEncoding()
+        guard JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_ORIGINAL, &encoding)
+            == JXL_DEC_SUCCESS,
+            encoding.transfer_function == JXL_TRANSFER_FUNCTION_PQ
+                || encoding.transfer_function == JXL_TRANSFER_FUNCTION_HLG,
+            let chromaticities = chromaticities(encoding), PrimariesMatrix.isUsable(chromaticities),
+            let mapping = HDRToneMapping(
+                transferCode: Int(encoding.transfer_function.rawValue), intensityTarget: intensityTarget)
+        else { return nil }
+        return (encoding, HDREncoding(mapping: mapping, chromaticities: chromaticities))
+    }
+
+    /// White x, y, then red, green and blue x, y: the enumerated ones from
+    /// H.273's table (``NCLXColor/chromaticities``; JPEG XL's P3 primaries
+    /// with its own white point), custom ones as given. Grey has sRGB's
+    /// primaries (any do: its R, G and B are equal). `nil` for XYB or an
+    /// unknown colour space.
+    static func chromaticities(_ encoding: JxlColorEncoding) -> [Double]? {
+        let white: [Double]
+        switch encoding.white_point {
+        case JXL_WHITE_POINT_D65: white = Array(NCLXColor.chromaticities[1]![0..<2])
+        case JXL_WHITE_POINT_DCI: white = Array(NCLXColor.chromaticities[11]![0..<2])
+        case JXL_WHITE_POINT_E: white = [1.0 / 3, 1.0 / 3]
+        case JXL_WHITE_POINT_CUSTOM: white = [encoding.white_point_xy.0, encoding.white_point_xy.1]
+        default: return nil
+        }
+        let primaries: [Double]
+        switch (encoding.color_space, encoding.primaries) {
+        case (JXL_COLOR_SPACE_GRAY, _), (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_SRGB):
+            primaries = Array(NCLXColor.chromaticities[1]![2...])
+        case (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_2100): primaries = Array(NCLXColor.chromaticities[9]![2...])
+        case (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_P3): primaries = Array(NCLXColor.chromaticities[12]![2...])
+        case (JXL_COLOR_SPACE_RGB, JXL_PRIMARIES_CUSTOM):
+            primaries = [
+                encoding.primaries_red_xy.0, encoding.primaries_red_xy.1, encoding.primaries_green_xy.0,
+                encoding.primaries_green_xy.1, encoding.primaries_blue_xy.0, encoding.primaries_blue_xy.1,
+            ]
+        default: return nil
+        }
+        return white + primaries
+    }
+
+    /// Whether libjxl outputs `encoding` (`JXL_COLOR_PROFILE_TARGET_DATA`):
+    /// for an XYB (lossy) image, after asking for it as the preferred
+    /// profile (relative intent); an image in its own colour space is
+    /// output in it whatever is asked.
+    static func outputs(_ encoding: JxlColorEncoding, _ decoder: OpaquePointer, asking: Bool) -> Bool {
+        var wanted = encoding
+        wanted.rendering_intent = JXL_RENDERING_INTENT_RELATIVE
+        if asking, JxlDecoderSetPreferredColorProfile(decoder, &wanted) != JXL_DEC_SUCCESS { return false }
+        var output = JxlColorEncoding()
+        guard JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &output)
+            == JXL_DEC_SUCCESS
+        else { return false }
+        return output.color_space == encoding.color_space && output.transfer_function == encoding.transfer_function
+            && chromaticities(output) == chromaticities(encoding)
     }
 }

@@ -345,4 +345,29 @@ extension CodecTools {
     func cjxl(_ image: Image, _ options: [String] = []) throws -> Data {
         try cjxl(file: try PNGEncoder().encode(image), "png", options)
     }
+
+    /// `djxl` of a JPEG XL to a 16-bit PPM with `options` (`--color_space=...`):
+    /// its size and its RGB samples, 3 a pixel, row by row.
+    func djxl16(_ data: Data, _ options: [String] = []) throws -> (width: Int, height: Int, samples: [UInt16]) {
+        let name = UUID().uuidString
+        let path = try file(data, "\(name).jxl")
+        let output = folder.appendingPathComponent(name + ".ppm").path
+        try run("djxl", [path, output, "--quiet", "--num_threads=0", "--bits_per_sample=16"] + options)
+        let ppm = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
+        // P6, width, height, maximum, each ended by one whitespace byte; then big-endian samples.
+        var fields: [String] = []
+        var at = 0
+        while fields.count < 4, at < ppm.count {
+            while at < ppm.count, [9, 10, 13, 32].contains(ppm[at]) { at += 1 }
+            let start = at
+            while at < ppm.count, ![9, 10, 13, 32].contains(ppm[at]) { at += 1 }
+            fields.append(String(decoding: ppm[start..<at], as: UTF8.self))
+        }
+        at += 1
+        guard fields.count == 4, fields[0] == "P6", fields[3] == "65535", let width = Int(fields[1]),
+            let height = Int(fields[2]), ppm.count - at == width * height * 6
+        else { throw WebPTools.ToolFailure(description: "djxl wrote no 16-bit PPM: \(fields)") }
+        let samples = stride(from: at, to: ppm.count, by: 2).map { UInt16(ppm[$0]) << 8 | UInt16(ppm[$0 + 1]) }
+        return (width, height, samples)
+    }
 }

@@ -196,6 +196,58 @@ final class HDRToneMappingTests: XCTestCase {
         XCTAssertNil(ColorConversion.toneMapping(for: source, management: .off))
     }
 
+    /// JPEG XL: PQ's peak from the codestream's intensity target, unless
+    /// it is one of libjxl's defaults; a mapper from chromaticities (the
+    /// file's primaries and white) on 16-bit samples; what is reported.
+    func testJPEGXLPeakChromaticitiesAndReport() throws {
+        for (target, peak, source) in [
+            (Float(4000), 4000.0, HDRToneMapping.PeakSource.intensityTarget), (150, 150, .intensityTarget),
+            (10000, 1000, .assumed), (255, 1000, .assumed), (0, 1000, .assumed), (.nan, 1000, .assumed),
+            (.infinity, 1000, .assumed),
+        ] {
+            XCTAssertEqual(
+                HDRToneMapping(transferCode: 16, intensityTarget: target),
+                HDRToneMapping(transfer: .pq, sourcePeak: peak, peakSource: source), "\(target)")
+        }
+        XCTAssertEqual(
+            HDRToneMapping(transferCode: 18, intensityTarget: 4000),
+            HDRToneMapping(transfer: .hlg, sourcePeak: 1000, peakSource: .assumed))
+        XCTAssertNil(HDRToneMapping(transferCode: 13, intensityTarget: 4000))
+
+        // 16-bit samples (the 12-bit codes with their bits repeated) through BT.2020's chromaticities.
+        let bt2020 = try XCTUnwrap(NCLXColor.chromaticities[9])
+        for (mapping, transfer) in [(pq, HDRReference.Transfer.pq), (hlg, .hlg)] {
+            let mapper = try XCTUnwrap(HDRToneMapper(mapping, chromaticities: bt2020, bitDepth: 16))
+            let pixels = HDRReference.chart(width: 64)
+            let samples = pixels.flatMap { $0.map(HDRReference.sixteenBits) }
+            var out = [UInt8](repeating: 0, count: pixels.count * 4)
+            mapper.map(
+                samples, channels: 3, inputRowSamples: samples.count, width: pixels.count, height: 1, into: &out,
+                bytesPerRow: out.count)
+            for (index, pixel) in pixels.enumerated() {
+                let expected = HDRReference.sdr(pixel.map { Double($0) / 4095 }, transfer: transfer)
+                for c in 0..<3 { XCTAssertEqual(Int(out[index * 4 + c]), Int(expected[c]), accuracy: 1, "\(pixel)") }
+            }
+        }
+        // Chromaticities that make no matrix.
+        XCTAssertNil(HDRToneMapper(pq, chromaticities: [0.3127, 0, 0.64, 0.33, 0.3, 0.6, 0.15, 0.06], bitDepth: 16))
+        XCTAssertNil(HDRToneMapper(pq, chromaticities: [0.3127, 0.329, 0.2, 0.2, 0.3, 0.3, 0.4, 0.4], bitDepth: 16))
+        XCTAssertNil(HDRToneMapper(pq, chromaticities: [0.3127, 0.329], bitDepth: 16))
+
+        // Reported as libjxl's profile for the encoding, with the mapping
+        // instead of a warning; not converted; off, not tone mapped.
+        let encoding = HDREncoding(mapping: pq, chromaticities: bt2020, profile: nil)
+        let info = ColorConversion.info(for: .hdrEncoding(encoding), layout: .rgba)
+        XCTAssertEqual(info.hdrToneMapping, pq)
+        XCTAssertEqual(info.source, .iccProfile)
+        XCTAssertNil(info.warning)
+        XCTAssertFalse(info.isSRGB)
+        XCTAssertFalse(ColorSource.hdrEncoding(encoding).isEmbeddedProfile)
+        XCTAssertNil(ColorConversion.transform(for: .hdrEncoding(encoding), layout: .rgba, management: .default))
+        XCTAssertEqual(ColorConversion.toneMapping(for: .hdrEncoding(encoding), management: .default), pq)
+        XCTAssertNil(ColorConversion.toneMapping(for: .hdrEncoding(encoding), management: .off))
+    }
+
     func testCodable() throws {
         let info = ColorProfileInfo(
             source: .nclx, description: "nclx primaries 9, transfer 16", colorSpace: .rgb, byteCount: 0, isSRGB: false,

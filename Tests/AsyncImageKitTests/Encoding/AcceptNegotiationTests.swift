@@ -6,7 +6,7 @@ import XCTest
 /// (`ImageEncoding.negotiated(accept:quality:avifSpeed:)`), without images:
 /// what `encodedImage(for:encoding:)` answers with for each field is in
 /// `EncodedImageTests`.
-final class ContentNegotiationTests: XCTestCase {
+final class AcceptNegotiationTests: XCTestCase {
     // MARK: The parser
 
     func testWeightsOfExactAndWildcardRanges() {
