@@ -48,6 +48,9 @@ public struct HEIFDecoder: ImageDecoding {
         }
         let decoded: Result<Image, AsyncImageError> = data.withBytes { bytes, count in
             let view = ByteView(bytes: UnsafeRawBufferPointer(start: bytes, count: count))
+            // Before libheif decodes: it recurses through derived images
+            // without a cycle check (see ISOBox.derivationFault).
+            if let fault = ISOBox.derivationFault(view) { return .failure(self.failure(.header, fault)) }
             let opened = HEIFContext.withPrimaryImage(bytes, count: count) { handle in
                 Result { () throws(AsyncImageError) -> Image in try decode(handle, view, options: options) }
             }

@@ -197,6 +197,80 @@ enum ISOBox {
         return (iprpBody, associated)
     }
 
+    /// Why the primary image of a HEIF file cannot be decoded safely, or
+    /// nil: its derivation graph (`dimg` references from grids, overlays
+    /// and identity items to their inputs, and the `auxl` items, alpha and
+    /// depth, that libheif decodes with an image) has a cycle, or is deeper
+    /// than ``maxDerivationDepth``. libheif 1.15 follows these references
+    /// by recursion without looking for cycles: a grid that lists itself
+    /// among its tiles overflows the stack and kills the process (found by
+    /// the `heic` fuzz target). Files without these boxes pass (libheif
+    /// then finds no references either).
+    static func derivationFault(_ view: ByteView) -> String? {
+        guard let meta = children(of: view, from: 0).first(where: { $0.type == "meta" }),
+            let metaBody = view.slice(meta.body + 4, meta.end - meta.body - 4)
+        else { return nil }
+        let boxes = children(of: metaBody, from: 0)
+        guard let pitm = boxes.first(where: { $0.type == "pitm" }), let pitmVersion = metaBody.u8(pitm.body),
+            let primary = pitmVersion == 0 ? metaBody.u16(pitm.body + 4).map(UInt32.init) : metaBody.u32(pitm.body + 4)
+        else { return nil }
+        // What decoding an item decodes too: its `dimg` inputs, and the
+        // items that are `auxl` of it (the reference points the other way).
+        var needs: [UInt32: [UInt32]] = [:]
+        for iref in boxes where iref.type == "iref" {
+            guard let version = metaBody.u8(iref.body) else { continue }
+            let width = version == 0 ? 2 : 4
+            func id(_ offset: Int) -> UInt32? {
+                width == 2 ? metaBody.u16(offset).map(UInt32.init) : metaBody.u32(offset)
+            }
+            for reference in children(of: metaBody, from: iref.body + 4, to: iref.end)
+            where reference.type == "dimg" || reference.type == "auxl" {
+                guard let from = id(reference.body), let count = metaBody.u16(reference.body + width) else { continue }
+                for index in 0..<Int(count) {
+                    let offset = reference.body + width + 2 + index * width
+                    guard offset + width <= reference.end, let to = id(offset) else { break }
+                    if reference.type == "dimg" {
+                        needs[from, default: []].append(to)
+                    } else {
+                        needs[to, default: []].append(from)
+                    }
+                }
+            }
+        }
+        // Depth-first from the primary item, with an explicit stack (this
+        // walk must not recurse either): an item met again on the current
+        // path is a cycle.
+        var onPath: Set<UInt32> = [primary]
+        var finished: Set<UInt32> = []
+        var stack: [(item: UInt32, next: Int)] = [(primary, 0)]
+        while let top = stack.last {
+            let inputs = needs[top.item] ?? []
+            guard top.next < inputs.count else {
+                onPath.remove(top.item)
+                finished.insert(top.item)
+                stack.removeLast()
+                continue
+            }
+            stack[stack.count - 1].next += 1
+            let input = inputs[top.next]
+            if onPath.contains(input) {
+                return "item \(top.item) refers back to item \(input) (a cycle of derived images)"
+            }
+            guard !finished.contains(input) else { continue }
+            guard stack.count < maxDerivationDepth else {
+                return "derived images nested deeper than \(maxDerivationDepth) levels"
+            }
+            onPath.insert(input)
+            stack.append((input, 0))
+        }
+        return nil
+    }
+
+    /// The deepest derivation ``derivationFault(_:)`` lets through: a
+    /// phone's HEIC is a grid of tiles (2 levels), with an identity or
+    /// overlay item and an alpha grid above it at most 4; 16 leaves room.
+    static let maxDerivationDepth = 16
+
     /// The boxes one after another from `start` to `end` (the view's end by
     /// default), stopping at the first that does not fit: sizes checked, a
     /// 64-bit size read, size 0 taken as "to the end".
