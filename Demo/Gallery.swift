@@ -5,8 +5,8 @@ import ImageFixtures
 import LoopbackHTTP
 
 /// The generated sample gallery (photos, one of them a Display P3 JPEG
-/// with its profile, PNGs with alpha, animated GIFs, broken and missing
-/// files), served from memory by a server on
+/// with its profile, AVIF photos, PNGs with alpha, animated GIFs, broken
+/// and missing files), served from memory by a server on
 /// 127.0.0.1 (port chosen by the system) that waits `latency` ms (with some
 /// jitter) before each answer, like a slow network.
 final class Gallery {
@@ -20,10 +20,19 @@ final class Gallery {
         // A few distinct pictures of each kind, reused across the gallery.
         let photoSizes = [(1600, 1200), (1200, 1600), (2000, 1333), (1024, 768), (1500, 1000), (800, 1200)]
         var photos: [(full: Data, thumb: Data)] = []
+        var avifs: [(full: Data, thumb: Data)] = []
         for variant in 0..<max(1, min(12, count / 20)) {
             let (w, h) = photoSizes[variant % photoSizes.count]
             let image = SyntheticImage.photo(width: w, height: h, seed: seed &+ UInt64(variant) &* 7919)
             let small = try ImageResizer.resize(image, to: PixelSize(width: w / 8, height: h / 8))
+            // AVIF versions of the first two (what an image CDN sends a
+            // client whose Accept names image/avif): libavif with aom at its
+            // fastest speed, so the gallery is made in well under a second.
+            if variant < 2 {
+                avifs.append((
+                    try AVIFEncoder(quality: 55, speed: 10).encode(image), try AVIFEncoder(quality: 50, speed: 10).encode(small)
+                ))
+            }
             // The second photo is a Display P3 file (its numbers P3's, the
             // profile embedded): colour-managed, it shows as the others do.
             if variant == 1, let full = ColourFixtures.displayP3JPEG(image, quality: 88),
@@ -47,6 +56,13 @@ final class Gallery {
             let slot = index % 20
             let pick = Int(random.next() % 1000)
             switch slot {
+            case 14:
+                let avif = avifs[pick % avifs.count]
+                files["/avif/\(index).avif"] = avif.full
+                files["/avifthumb/\(index).avif"] = avif.thumb
+                items.append(GalleryItem(
+                    index: index, kind: .avif, thumbnail: URL(string: "\(base)/avifthumb/\(index).avif"),
+                    full: URL(string: "\(base)/avif/\(index).avif")!))
             case 0..<15:
                 let photo = photos[pick % photos.count]
                 files["/photo/\(index).jpg"] = photo.full

@@ -3,7 +3,7 @@ import Foundation
 /// One picture of the gallery.
 package struct GalleryItem {
     package enum Kind: String, Codable {
-        case photo, png, gif, broken, missing, external
+        case photo, avif, png, gif, broken, missing, external
     }
 
     package let index: Int

@@ -179,6 +179,10 @@ final class DemoTests: XCTestCase {
             XCTAssertEqual(gif.frameLabel, "8F")
         }
         XCTAssertTrue(report.screen.filter { $0.kind == "photo" }.allSatisfy { $0.frames == 1 && $0.frameLabel == nil })
+        // One picture in 20 is an AVIF photo (with an AVIF thumbnail): decoded like the rest.
+        let avifs = report.screen.filter { $0.kind == "avif" }
+        XCTAssertEqual(avifs.count, 1, "\(report.screen)")
+        XCTAssertTrue(avifs.allSatisfy { $0.state == "loaded" && $0.frames == 1 }, "\(avifs)")
 
         // The label on the contact sheet: "8F" in the 3x5 font at scale 2, 5 px
         // into the cell (4 columns of 168 px, rows of 146 px, 8 px margin).
