@@ -136,6 +136,8 @@ struct HEIFHeader {
 enum ISOBox {
     struct Box {
         var type: String
+        /// Where the box starts (its size field).
+        var start: Int
         /// Where the box's body starts (after its size and type, and a 64-bit size).
         var body: Int
         /// Where the box ends.
@@ -218,21 +220,12 @@ enum ISOBox {
         // items that are `auxl` of it (the reference points the other way).
         var needs: [UInt32: [UInt32]] = [:]
         for iref in boxes where iref.type == "iref" {
-            guard let version = metaBody.u8(iref.body) else { continue }
-            let width = version == 0 ? 2 : 4
-            func id(_ offset: Int) -> UInt32? {
-                width == 2 ? metaBody.u16(offset).map(UInt32.init) : metaBody.u32(offset)
-            }
-            for reference in children(of: metaBody, from: iref.body + 4, to: iref.end)
-            where reference.type == "dimg" || reference.type == "auxl" {
-                guard let from = id(reference.body), let count = metaBody.u16(reference.body + width) else { continue }
-                for index in 0..<Int(count) {
-                    let offset = reference.body + width + 2 + index * width
-                    guard offset + width <= reference.end, let to = id(offset) else { break }
+            for reference in references(in: metaBody, iref) where reference.type == "dimg" || reference.type == "auxl" {
+                for to in reference.to {
                     if reference.type == "dimg" {
-                        needs[from, default: []].append(to)
+                        needs[reference.from, default: []].append(to)
                     } else {
-                        needs[to, default: []].append(from)
+                        needs[to, default: []].append(reference.from)
                     }
                 }
             }
@@ -266,6 +259,40 @@ enum ISOBox {
         return nil
     }
 
+    /// The references an `iref` box holds, read two ways, both kept (a
+    /// superset is safe here): box by box as its children's sizes say, and
+    /// one after another from where the last one's IDs end, whatever its
+    /// size says, as libheif 1.15 reads them (a reference whose size is
+    /// garbage is still one to libheif: the fuzzer's second HEIC hid an
+    /// `auxl` behind a size of 2 GB).
+    static func references(in view: ByteView, _ iref: Box) -> [(type: String, from: UInt32, to: [UInt32])] {
+        guard let version = view.u8(iref.body) else { return [] }
+        let width = version == 0 ? 2 : 4
+        func id(_ offset: Int) -> UInt32? { width == 2 ? view.u16(offset).map(UInt32.init) : view.u32(offset) }
+        /// The reference whose header starts at `offset`, and where its IDs end.
+        func reference(at offset: Int) -> (reference: (type: String, from: UInt32, to: [UInt32]), end: Int)? {
+            guard offset + 8 <= iref.end, let size = view.u32(offset), let type = view.slice(offset + 4, 4) else { return nil }
+            let header = size == 1 ? 16 : 8
+            guard let from = id(offset + header), let count = view.u16(offset + header + width) else { return nil }
+            var to: [UInt32] = []
+            var next = offset + header + width + 2
+            for _ in 0..<Int(count) {
+                guard next + width <= iref.end, let item = id(next) else { break }
+                to.append(item)
+                next += width
+            }
+            return ((String(decoding: type.bytes, as: UTF8.self), from, to), next)
+        }
+        var found = children(of: view, from: iref.body + 4, to: iref.end).compactMap { reference(at: $0.start)?.reference }
+        var offset = iref.body + 4
+        while let (next, end) = reference(at: offset), found.count < 1 << 16 {
+            found.append(next)
+            guard end > offset else { break }
+            offset = end
+        }
+        return found
+    }
+
     /// The deepest derivation ``derivationFault(_:)`` lets through: a
     /// phone's HEIC is a grid of tiles (2 levels), with an identity or
     /// overlay item and an alpha grid above it at most 4; 16 leaves room.
@@ -290,7 +317,7 @@ enum ISOBox {
             }
             guard size >= header, size <= end - offset else { break }
             boxes.append(
-                Box(type: String(decoding: typeBytes.bytes, as: UTF8.self), body: offset + header, end: offset + size))
+                Box(type: String(decoding: typeBytes.bytes, as: UTF8.self), start: offset, body: offset + header, end: offset + size))
             offset += size
             if boxes.count >= 4096 { break }
         }

@@ -49,6 +49,19 @@ final class HEIFDerivationTests: XCTestCase {
         XCTAssertNotNil(fault(file(primary: 1, references: [("dimg", 1, [2]), ("auxl", 5, [1]), ("dimg", 5, [1])])))
     }
 
+    /// libheif 1.15 reads an `iref`'s references one after another,
+    /// whatever their sizes say: a reference with a garbage size still
+    /// counts (the fuzzer's second file hid the `auxl` that closes a cycle
+    /// behind a size of 2 GB).
+    func testAReferenceWithAGarbageSizeStillCounts() {
+        var bytes = file(primary: 2, references: [("dimg", 2, [1]), ("dimg", 4, [2]), ("auxl", 4, [2])])
+        let auxl = bytes.count - 14  // the last reference: 8-byte header, from, count, one ID
+        XCTAssertEqual(Array(bytes[auxl + 4..<auxl + 8]), Array("auxl".utf8))
+        bytes.replaceSubrange(auxl..<auxl + 4, with: [0x85, 0x06, 0x3B, 0x0E])
+        XCTAssertNotNil(fault(bytes), "the alpha of 2 is grid 4, made of 2")
+        XCTAssertNil(fault(file(primary: 2, references: [("dimg", 2, [1]), ("dimg", 4, [2])])), "without the auxl: no cycle")
+    }
+
     func testDeepDerivationsAreRefused() {
         let chain = (1...40).map { (type: "dimg", from: $0, to: [$0 + 1]) }
         XCTAssertEqual(fault(file(primary: 1, references: chain)), "derived images nested deeper than 16 levels")
@@ -58,12 +71,14 @@ final class HEIFDerivationTests: XCTestCase {
 
     /// The fuzzer's file, through the decoder: a typed error at `header`,
     /// before libheif (which overflowed its stack on it).
-    func testTheFuzzersGridFailsAtHeader() throws {
-        let url = FuzzRegressionTests.directory.appendingPathComponent("heic/grid-that-lists-itself-as-a-tile.heic")
-        XCTAssertThrowsError(try HEIFDecoder().decode(try Data(contentsOf: url))) { error in
-            guard case .decoding(let failure, _) = error as? AsyncImageError else { return XCTFail("\(error)") }
-            XCTAssertEqual(failure.stage, .header)
-            XCTAssertTrue(failure.reason.contains("cycle"), failure.reason)
+    func testTheFuzzersFilesFailAtHeader() throws {
+        for name in ["grid-that-lists-itself-as-a-tile.heic", "alpha-grid-behind-a-2GB-reference-size.heic"] {
+            let url = FuzzRegressionTests.directory.appendingPathComponent("heic/\(name)")
+            XCTAssertThrowsError(try HEIFDecoder().decode(try Data(contentsOf: url)), name) { error in
+                guard case .decoding(let failure, _) = error as? AsyncImageError else { return XCTFail("\(error)") }
+                XCTAssertEqual(failure.stage, .header, name)
+                XCTAssertTrue(failure.reason.contains("cycle"), failure.reason)
+            }
         }
     }
 }
