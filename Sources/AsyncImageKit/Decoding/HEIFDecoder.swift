@@ -51,6 +51,10 @@ public struct HEIFDecoder: ImageDecoding {
             // Before libheif decodes: it recurses through derived images
             // without a cycle check (see ISOBox.derivationFault).
             if let fault = ISOBox.derivationFault(view) { return .failure(self.failure(.header, fault)) }
+            // Nor does it bound an overlay's or a grid's canvas by the pixel limit.
+            if let fault = ISOBox.derivedCanvasFault(view, maxPixels: options.maxPixels) {
+                return .failure(self.failure(.limits, fault, pixelLimit: true))
+            }
             let opened = HEIFContext.withPrimaryImage(bytes, count: count) { handle in
                 Result { () throws(AsyncImageError) -> Image in try decode(handle, view, options: options) }
             }

@@ -259,6 +259,113 @@ enum ISOBox {
         return nil
     }
 
+    /// Why a HEIF file's derived images would need more pixels than
+    /// `maxPixels`, or nil: the canvas of every grid (`grid`) and overlay
+    /// (`iovl`) item, read from the item's own data (`iloc`, in the file or
+    /// in `idat`), before libheif allocates it. The size a derived image
+    /// declares in `ispe`, which the decoder checks, need not be the size
+    /// libheif 1.15 makes its canvas: an overlay's comes from its data (the
+    /// fuzzer's overlay asked for 2.5 GB). Every grid and overlay in the
+    /// file is checked, used or not.
+    static func derivedCanvasFault(_ view: ByteView, maxPixels: Int) -> String? {
+        guard let meta = children(of: view, from: 0).first(where: { $0.type == "meta" }),
+            let metaBody = view.slice(meta.body + 4, meta.end - meta.body - 4)
+        else { return nil }
+        let boxes = children(of: metaBody, from: 0)
+        var types: [UInt32: String] = [:]
+        for iinf in boxes where iinf.type == "iinf" {
+            guard let version = metaBody.u8(iinf.body) else { continue }
+            for infe in children(of: metaBody, from: iinf.body + (version == 0 ? 6 : 8), to: iinf.end) where infe.type == "infe" {
+                guard let infeVersion = metaBody.u8(infe.body), infeVersion >= 2,
+                    let id = infeVersion == 2 ? metaBody.u16(infe.body + 4).map(UInt32.init) : metaBody.u32(infe.body + 4)
+                else { continue }
+                let typeAt = infe.body + 4 + (infeVersion == 2 ? 2 : 4) + 2
+                guard typeAt + 4 <= infe.end, let type = metaBody.slice(typeAt, 4) else { continue }
+                types[id] = String(decoding: type.bytes, as: UTF8.self)
+            }
+        }
+        let derived = types.filter { $0.value == "grid" || $0.value == "iovl" }
+        guard !derived.isEmpty, let iloc = boxes.first(where: { $0.type == "iloc" }) else { return nil }
+        let idat = boxes.first { $0.type == "idat" }.flatMap { metaBody.slice($0.body, $0.end - $0.body) }
+        for (item, head) in itemHeads(metaBody, iloc, items: Set(derived.keys), file: view, idat: idat) {
+            let type = derived[item] ?? ""
+            // grid: version, flags, rows - 1, columns - 1, then the size;
+            // iovl: version, flags, four 16-bit fill values, then the size.
+            let at = type == "grid" ? 4 : 10
+            guard head.count >= at + 4 else { continue }
+            let wide = head[1] & 1 != 0
+            func field(_ offset: Int) -> Int {
+                (0..<(wide ? 4 : 2)).reduce(0) { $0 << 8 | Int(head[offset + $1]) }
+            }
+            guard head.count >= at + (wide ? 8 : 4) else { continue }
+            let (width, height) = (field(at), field(at + (wide ? 4 : 2)))
+            let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+            if overflow || pixels > maxPixels {
+                return "item \(item) (\(type)) has a \(width)x\(height) canvas: \(overflow ? "too many" : "\(pixels)") pixels, over the limit of \(maxPixels)"
+            }
+        }
+        return nil
+    }
+
+    /// The first bytes (up to 64) of each of `items`' data, found through
+    /// `iloc` (versions 0 to 2): in the file (construction method 0,
+    /// offsets from its start) or in `idat` (method 1); extents joined.
+    /// Items whose data cannot be found are left out.
+    static func itemHeads(_ meta: ByteView, _ iloc: Box, items: Set<UInt32>, file: ByteView, idat: ByteView?)
+        -> [(UInt32, [UInt8])]
+    {
+        var offset = iloc.body
+        /// The next `size` bytes (0, 2, 4 or 8) as a number; nil past the box.
+        func next(_ size: Int) -> Int? {
+            guard offset + size <= iloc.end else { return nil }
+            defer { offset += size }
+            switch size {
+            case 0: return 0
+            case 2: return meta.u16(offset).map(Int.init)
+            case 4: return meta.u32(offset).map(Int.init)
+            case 8:
+                guard let high = meta.u32(offset), let low = meta.u32(offset + 4), high < 1 << 20 else { return nil }
+                return Int(high) << 32 | Int(low)
+            default: return nil
+            }
+        }
+        guard let version = meta.u8(offset), version <= 2, let sizes = meta.u8(offset + 4), let more = meta.u8(offset + 5)
+        else { return [] }
+        offset += 6
+        let (offsetSize, lengthSize, baseSize) = (Int(sizes >> 4), Int(sizes & 15), Int(more >> 4))
+        let indexSize = version == 0 ? 0 : Int(more & 15)
+        guard let count = next(version < 2 ? 2 : 4) else { return [] }
+        var heads: [(UInt32, [UInt8])] = []
+        for _ in 0..<min(count, 1 << 16) {
+            guard let id = next(version < 2 ? 2 : 4) else { break }
+            var method = 0
+            if version >= 1 {
+                guard let field = next(2) else { break }
+                method = field & 15
+            }
+            guard next(2) != nil, let base = next(baseSize), let extents = next(2) else { break }
+            var head: [UInt8] = []
+            var readable = method <= 1
+            for _ in 0..<extents {
+                guard next(indexSize) != nil, let start = next(offsetSize), let length = next(lengthSize) else { return heads }
+                guard readable, head.count < 64 else { continue }
+                let source = method == 0 ? file : idat
+                let (from, overflow) = base.addingReportingOverflow(start)
+                // A length of 0 means "to the end of the file" (method 0).
+                let want = min(64 - head.count, length == 0 ? Int.max : length)
+                guard !overflow, let source, from >= 0, from < source.count,
+                    let slice = source.slice(from, min(want, source.count - from))
+                else {
+                    readable = false
+                    continue
+                }
+                head += slice.bytes
+            }
+            if readable, items.contains(UInt32(truncatingIfNeeded: id)) { heads.append((UInt32(truncatingIfNeeded: id), head)) }
+        }
+        return heads
+    }
+
     /// The references an `iref` box holds, read two ways, both kept (a
     /// superset is safe here): box by box as its children's sizes say, and
     /// one after another from where the last one's IDs end, whatever its

@@ -69,8 +69,59 @@ final class HEIFDerivationTests: XCTestCase {
         XCTAssertNil(fault(file(primary: 1, references: shallow)))
     }
 
+    /// A `meta` with `iinf` (items of the given types), `iloc` (version 1,
+    /// each item's data in `idat`, construction method 1) and `idat`.
+    private func derivedFile(_ items: [(type: String, data: [UInt8])]) -> [UInt8] {
+        let infes = items.enumerated().flatMap { index, item in
+            box("infe", [2, 0, 0, 0] + u16(index + 1) + u16(0) + Array(item.type.utf8) + [0])
+        }
+        let iinf = box("iinf", [0, 0, 0, 0] + u16(items.count) + infes)
+        var idatBody: [UInt8] = []
+        var entries: [UInt8] = []
+        for (index, item) in items.enumerated() {
+            // ID, construction method 1, data reference 0, no base (size 0), one extent: offset, length (4 bytes each).
+            entries += u16(index + 1) + u16(1) + u16(0) + u16(1)
+            entries += withUnsafeBytes(of: UInt32(idatBody.count).bigEndian, Array.init)
+            entries += withUnsafeBytes(of: UInt32(item.data.count).bigEndian, Array.init)
+            idatBody += item.data
+        }
+        let iloc = box("iloc", [1, 0, 0, 0, 0x44, 0x00] + u16(items.count) + entries)
+        return box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
+            + box("meta", [0, 0, 0, 0] + box("pitm", [0, 0, 0, 0] + u16(1)) + iinf + iloc + box("idat", idatBody))
+    }
+
+    /// A grid's or an overlay's canvas counts against the pixel limit,
+    /// from the item's data (16- or 32-bit sizes), whatever `ispe` says.
+    func testDerivedCanvasesCountAgainstThePixelLimit() {
+        func check(_ items: [(type: String, data: [UInt8])], _ maxPixels: Int = 1_000_000) -> String? {
+            derivedFile(items).withUnsafeBytes { ISOBox.derivedCanvasFault(ByteView(bytes: $0), maxPixels: maxPixels) }
+        }
+        let smallGrid: [UInt8] = [0, 0, 1, 1] + u16(1000) + u16(1000)
+        XCTAssertNil(check([("grid", smallGrid), ("hvc1", [])]))
+        XCTAssertNotNil(check([("grid", smallGrid)], 999_999))
+        let wideGrid: [UInt8] = [0, 1, 0, 0, 0, 1, 0x11, 0x70, 0, 0, 0, 16]  // 32-bit: 70000x16
+        XCTAssertNil(check([("grid", wideGrid)], 70_000 * 16))
+        XCTAssertEqual(
+            check([("grid", wideGrid)], 70_000 * 16 - 1),
+            "item 1 (grid) has a 70000x16 canvas: 1120000 pixels, over the limit of 1119999")
+        let overlay: [UInt8] = [0, 0] + [0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + u16(60_000) + u16(60_000)
+        XCTAssertNotNil(check([("hvc1", []), ("iovl", overlay)]))
+        XCTAssertNil(check([("hvc1", []), ("iovl", [0, 0, 0, 0])]), "data too short to say: left to libheif")
+    }
+
     /// The fuzzer's file, through the decoder: a typed error at `header`,
     /// before libheif (which overflowed its stack on it).
+    /// The fuzzer's overlay whose canvas is 2.5 GB: a pixel-limit failure,
+    /// before libheif allocates it.
+    func testTheFuzzersOverlayFailsAtLimits() throws {
+        let url = FuzzRegressionTests.directory.appendingPathComponent("heic/overlay-canvas-of-2.5GB.heic")
+        XCTAssertThrowsError(try HEIFDecoder().decode(try Data(contentsOf: url))) { error in
+            guard case .decoding(let failure, _) = error as? AsyncImageError else { return XCTFail("\(error)") }
+            XCTAssertEqual(failure.stage, .limits)
+            XCTAssertTrue(failure.reason.contains("(iovl) has a"), failure.reason)
+        }
+    }
+
     func testTheFuzzersFilesFailAtHeader() throws {
         for name in ["grid-that-lists-itself-as-a-tile.heic", "alpha-grid-behind-a-2GB-reference-size.heic"] {
             let url = FuzzRegressionTests.directory.appendingPathComponent("heic/\(name)")
