@@ -48,10 +48,9 @@ public struct HEIFDecoder: ImageDecoding {
         }
         let decoded: Result<Image, AsyncImageError> = data.withBytes { bytes, count in
             let view = ByteView(bytes: UnsafeRawBufferPointer(start: bytes, count: count))
-            // Before libheif decodes: it recurses through derived images
-            // without a cycle check (see ISOBox.derivationFault).
-            if let fault = ISOBox.derivationFault(view) { return .failure(self.failure(.header, fault)) }
-            // Nor does it bound an overlay's or a grid's canvas by the pixel limit.
+            // Before libheif decodes: it does not bound an overlay's or a
+            // grid's canvas by the pixel limit. (Cycles of derived images are
+            // refused by HEIFContext, for every use of libheif.)
             if let fault = ISOBox.derivedCanvasFault(view, maxPixels: options.maxPixels) {
                 return .failure(self.failure(.limits, fault, pixelLimit: true))
             }

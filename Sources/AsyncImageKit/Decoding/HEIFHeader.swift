@@ -150,10 +150,19 @@ enum HEIFContext {
     /// whole. Not worked around with a `heif_reader` that says the rest
     /// will come: libheif then asserts (aborts the process) when a read of
     /// an item past the end fails (`Box_iloc::read_data`).
+    ///
+    /// A file whose derived images form a cycle is refused before libheif
+    /// reads it (``ISOBox/derivationFault(_:)``): libheif 1.15 follows them
+    /// by recursion, when it decodes and already when it is asked the
+    /// primary image's bit depth (`heif_image_handle_get_luma_bits_per_pixel`
+    /// on a grid made of a grid made of the first), and overflows the stack.
     @discardableResult
     static func withPrimaryImage<R>(
         _ bytes: UnsafePointer<UInt8>, count: Int, _ body: (OpaquePointer) -> R
     ) -> Result<R, Failure> {
+        if let fault = ISOBox.derivationFault(ByteView(bytes: UnsafeRawBufferPointer(start: bytes, count: count))) {
+            return .failure(Failure(isMemory: false, text: fault))
+        }
         _ = initialised
         guard let context = heif_context_alloc() else {
             return .failure(Failure(isMemory: true, text: "cannot allocate libheif's context"))

@@ -122,8 +122,24 @@ final class HEIFDerivationTests: XCTestCase {
         }
     }
 
+    /// Two grids made of each other (the first finding, edited): libheif
+    /// 1.15 overflowed its stack already when asked the primary image's bit
+    /// depth, so the file's properties (read for every HEIC body the loader
+    /// receives, and by the header probe) are refused the same way: none,
+    /// rather than a dead process.
+    func testACycleHasNoFileProperties() throws {
+        let url = FuzzRegressionTests.directory.appendingPathComponent("heic/two-grids-made-of-each-other.heic")
+        let data = try Data(contentsOf: url)
+        XCTAssertEqual(ImageFormat.sniff(data), .heic)
+        XCTAssertNil(ImageFileProperties(data: data)?.pixelSize)
+        XCTAssertThrowsError(try ImageDecoder().decode(data))
+    }
+
     func testTheFuzzersFilesFailAtHeader() throws {
-        for name in ["grid-that-lists-itself-as-a-tile.heic", "alpha-grid-behind-a-2GB-reference-size.heic"] {
+        for name in [
+            "grid-that-lists-itself-as-a-tile.heic", "alpha-grid-behind-a-2GB-reference-size.heic",
+            "two-grids-made-of-each-other.heic",
+        ] {
             let url = FuzzRegressionTests.directory.appendingPathComponent("heic/\(name)")
             XCTAssertThrowsError(try HEIFDecoder().decode(try Data(contentsOf: url)), name) { error in
                 guard case .decoding(let failure, _) = error as? AsyncImageError else { return XCTFail("\(error)") }
