@@ -44,4 +44,42 @@ final class ModernFormatLoaderTests: XCTestCase {
             XCTAssertTrue(thumbnail.isOpaque, file.path)
         }
     }
+
+    /// Broken files through the loader: each request fails once, with a
+    /// decoding error naming the format, and nothing is cached.
+    func testLoaderFailsBrokenModernFilesCleanly() throws {
+        let tools = try CodecTools(["avifenc": "libavif-bin", "heif-enc": "libheif-examples", "cjxl": "libjxl-tools"])
+        defer { tools.remove() }
+        let source = SyntheticImage.quadrants(width: 64, height: 48)
+        let avif = try tools.avifenc([source])
+        let heic = try tools.heifenc(source, CodecTools.losslessHEIC + ["--no-alpha"])
+        var jxl = try tools.cjxl(source, ["-d", "1"])
+        jxl.replaceSubrange(jxl.count / 2..<jxl.count, with: Data(repeating: 0x5A, count: jxl.count - jxl.count / 2))
+        // (Not here: HEVC data scrambled inside intact boxes. libde265
+        // conceals the damage and libheif 1.15 reports neither an error nor
+        // a warning, so the garbled picture is a success: RELIABILITY.md.)
+        var badHEIC = heic
+        // The item locations (iloc) overwritten: the boxes cannot be read.
+        if let iloc = badHEIC.range(of: Data("iloc".utf8)) {
+            for index in iloc.upperBound..<min(iloc.upperBound + 24, badHEIC.count) { badHEIC[index] = 0xFF }
+        }
+        let files: [(path: String, data: Data, format: ImageFormat)] = [
+            ("/cut.avif", avif.prefix(avif.count * 2 / 3), .avif), ("/cut.heic", heic.prefix(heic.count / 2), .heic),
+            ("/bad-iloc.heic", badHEIC, .heic), ("/corrupt.jxl", jxl, .jxl),
+        ]
+        let h = try LoaderHarness()
+        for file in files {
+            h.server.serve(file.path, file.data)
+            h.load(h.server.url(path: file.path))
+        }
+        wait(for: [h.log.outcomes(files.count, self)], timeout: 60)
+        for file in files {
+            guard case .decoding(let failure, _)? = h.log.errors[file.path] else {
+                XCTFail("\(file.path): \(String(describing: h.log.errors[file.path])), image \(String(describing: h.log.images[file.path]))")
+                continue
+            }
+            XCTAssertEqual(failure.format, file.format, file.path)
+            XCTAssertNil(h.cache.image(for: ImageCacheKey(url: h.server.url(path: file.path))), file.path)
+        }
+    }
 }
