@@ -256,20 +256,14 @@ private struct RelayLoop {
             let writeTime = LinkEmulator.now()
             var delivered = (up: 0, down: 0)
             for connection in connections where !connection.dead {
-                delivered.up += flush(connection, \.up, to: connection.server, at: writeTime)
-                delivered.down += flush(connection, \.down, to: connection.client, at: writeTime)
+                delivered.up += flush(connection, \.up, to: connection.server, at: writeTime, counter: \.bytesUp, shared)
+                delivered.down += flush(connection, \.down, to: connection.client, at: writeTime, counter: \.bytesDown, shared)
             }
             let finished = connections.filter(\.isFinished)
             for connection in finished { closeBoth(connection) }
             if !finished.isEmpty { connections.removeAll(where: \.isFinished) }
             let open = connections.count
-            if delivered != (0, 0) || !finished.isEmpty {
-                shared.withLock {
-                    $0.counters.bytesUp += delivered.up
-                    $0.counters.bytesDown += delivered.down
-                    $0.open = open
-                }
-            }
+            if delivered != (0, 0) || !finished.isEmpty { shared.withLock { $0.open = open } }
         }
     }
 
@@ -354,8 +348,13 @@ private struct RelayLoop {
 
     /// Writes the segments of `direction` that are due; passes its end on
     /// once everything before it is written. Returns the bytes written.
+    /// Sends what is due in `direction` to `fd`; the bytes sent, each
+    /// counted in `counter` before its `send`, so a peer that has read the
+    /// last byte finds it counted (counted after, a test that read the
+    /// counters on its completion saw 98,728 of 100,000 bytes, once under load).
     private func flush(
-        _ connection: Connection, _ direction: ReferenceWritableKeyPath<Connection, Direction>, to fd: Int32, at time: Double
+        _ connection: Connection, _ direction: ReferenceWritableKeyPath<Connection, Direction>, to fd: Int32, at time: Double,
+        counter: WritableKeyPath<LinkEmulator.Counters, Int>, _ shared: Locked<LinkShared>
     ) -> Int {
         var total = 0
         while !connection[keyPath: direction].blocked, !connection[keyPath: direction].isEmpty {
@@ -363,9 +362,12 @@ private struct RelayLoop {
             let segment = connection[keyPath: direction].segments[head]
             guard segment.due <= time else { break }
             let written = connection[keyPath: direction].written
+            let attempt = segment.bytes.count - written
+            shared.withLock { $0.counters[keyPath: counter] += attempt }
             let sent = segment.bytes.withUnsafeBytes {
                 send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL))
             }
+            if attempt - max(0, sent) > 0 { shared.withLock { $0.counters[keyPath: counter] -= attempt - max(0, sent) } }
             if sent < 0 {
                 if errno == EAGAIN || errno == EWOULDBLOCK {
                     connection[keyPath: direction].blocked = true
