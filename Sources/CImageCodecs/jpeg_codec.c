@@ -59,6 +59,11 @@ typedef struct {
     aiv_jpeg_error_mgr *err;
     int max_scans;
     volatile int over_limit;
+    /* The row sink, asked at libjpeg's own checkpoints too: a progressive
+     * file's scans are all read (and can take most of the time) before the
+     * first row comes out. */
+    const aiv_row_sink *sink;
+    volatile int stopped;
 } aiv_jpeg_progress;
 
 static void aiv_jpeg_progress_monitor(j_common_ptr cinfo) {
@@ -70,27 +75,36 @@ static void aiv_jpeg_progress_monitor(j_common_ptr cinfo) {
         progress->over_limit = 1;
         longjmp(progress->err->jump, 1);
     }
+    if (progress->sink && progress->sink->rows(progress->sink->context, NULL, 0, 0, 0) != AIV_ROWS_CONTINUE) {
+        snprintf(progress->err->message, progress->err->message_size, "stopped: no request waits for the image");
+        progress->stopped = 1;
+        longjmp(progress->err->jump, 1);
+    }
 }
 
 static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                                 uint32_t min_width, uint32_t min_height, int tolerates_end_of_data,
-                                const aiv_pixel_allocator *allocator, aiv_decode_result *result);
+                                const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                                aiv_decode_result *result);
 
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                     uint32_t min_width, uint32_t min_height,
-                    const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
-    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 0, allocator, result);
+                    const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                    aiv_decode_result *result) {
+    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 0, allocator, sink, result);
 }
 
 int aiv_jpeg_decode_preview(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                             uint32_t min_width, uint32_t min_height,
-                            const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
-    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 1, allocator, result);
+                            const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                            aiv_decode_result *result) {
+    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 1, allocator, sink, result);
 }
 
 static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                                 uint32_t min_width, uint32_t min_height, int tolerates_end_of_data,
-                                const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
+                                const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                                aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
     result->scale_denom = 1;
 
@@ -111,6 +125,7 @@ static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_p
     progress.base.progress_monitor = aiv_jpeg_progress_monitor;
     progress.err = &err;
     progress.max_scans = max_scans > 0 ? max_scans : 1;
+    progress.sink = sink;
 
     cinfo.err = &err.base;
     aiv_jpeg_init_error(&err, result->message, sizeof(result->message));
@@ -119,7 +134,7 @@ static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_p
         jpeg_destroy_decompress(&cinfo);
         if (pixels) allocator->release(pixels, pixels_size);
         result->pixels = NULL;
-        result->stage = progress.over_limit ? AIV_STAGE_SCANS : stage;
+        result->stage = progress.over_limit ? AIV_STAGE_SCANS : progress.stopped ? AIV_STAGE_STOPPED : stage;
         return -1;
     }
     jpeg_create_decompress(&cinfo);
@@ -199,8 +214,14 @@ static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_p
         for (; count < 16 && first + (JDIMENSION)count < cinfo.output_height; count++) {
             rows[count] = pixels + (size_t)(first + count) * row_bytes;
         }
-        if (jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)count) == 0) {
+        JDIMENSION read = jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)count);
+        if (read == 0) {
             snprintf(result->message, sizeof(result->message), "decoder made no progress");
+            longjmp(err.jump, 1);
+        }
+        if (sink && sink->rows(sink->context, pixels, row_bytes, first, read) != AIV_ROWS_CONTINUE) {
+            snprintf(result->message, sizeof(result->message), "stopped: no request waits for the image");
+            progress.stopped = 1;
             longjmp(err.jump, 1);
         }
     }

@@ -10,6 +10,11 @@ typedef struct {
     const uint8_t *data;
     size_t size;
     size_t offset;
+    /* While the last row is read: the offset reads may not go past (libpng
+     * inflates the rest of the stream inside that call, to its end). */
+    int budget_armed;
+    size_t budget_end;
+    volatile int over_budget;
 } aiv_png_reader;
 
 typedef struct {
@@ -32,6 +37,10 @@ static void aiv_png_warning(png_structp png, png_const_charp message) {
 
 static void aiv_png_read(png_structp png, png_bytep out, size_t length) {
     aiv_png_reader *reader = (aiv_png_reader *)png_get_io_ptr(png);
+    if (reader->budget_armed && length > reader->budget_end - reader->offset) {
+        reader->over_budget = 1;
+        png_error(png, "more compressed image data after the last row than the image needs");
+    }
     if (length > reader->size - reader->offset) {
         png_error(png, "unexpected end of data");
     }
@@ -51,8 +60,80 @@ static void aiv_png_free(png_structp png, png_voidp pointer) {
     free(pointer);
 }
 
+/* The bytes of compressed image data (the IDAT chunks' data) in the file
+ * at or after offset `from`, walking the chunks by their lengths (a cut or
+ * malformed chunk ends the walk: libpng fails on it by itself). */
+static uint64_t aiv_png_idat_bytes(const uint8_t *data, size_t size, size_t from) {
+    uint64_t total = 0;
+    size_t offset = 8;
+    while (size >= 8 && offset <= size - 8) {
+        uint32_t length = ((uint32_t)data[offset] << 24) | ((uint32_t)data[offset + 1] << 16) |
+                          ((uint32_t)data[offset + 2] << 8) | (uint32_t)data[offset + 3];
+        const uint8_t *type = data + offset + 4;
+        size_t start = offset + 8;
+        size_t end = length > size - start ? size : start + length;
+        if (memcmp(type, "IDAT", 4) == 0) {
+            size_t first = start > from ? start : from;
+            if (end > first) total += end - first;
+        }
+        if (memcmp(type, "IEND", 4) == 0 || length > size - start || size - start - length < 4) break;
+        offset = start + length + 4;  /* past the CRC */
+    }
+    return total;
+}
+
+/* The bytes the filtered rows of an image take before compression (a
+ * filter byte per row, per pass for Adam7): all a deflate stream of its
+ * image data can need to hold. */
+static uint64_t aiv_png_raw_size(png_uint_32 width, png_uint_32 height, int bit_depth, int color_type,
+                                 int interlace) {
+    int channels = color_type == PNG_COLOR_TYPE_RGB ? 3
+                 : color_type == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
+                 : color_type == PNG_COLOR_TYPE_RGB_ALPHA ? 4 : 1;  /* grey, palette */
+    uint64_t bits = (uint64_t)channels * (uint64_t)bit_depth;
+    if (interlace == PNG_INTERLACE_NONE) return (uint64_t)height * (1 + ((uint64_t)width * bits + 7) / 8);
+    uint64_t total = 0;
+    for (int pass = 0; pass < 7; pass++) {
+        uint64_t cols = PNG_PASS_COLS(width, pass), rows = PNG_PASS_ROWS(height, pass);
+        if (cols > 0 && rows > 0) total += rows * (1 + (cols * bits + 7) / 8);
+    }
+    return total;
+}
+
+/* How much libpng may read while it decodes the last row: inside that call
+ * it inflates the rest of the stream to its end, all of it (the bomb's
+ * gigabytes), so the reads are bounded there: two rows' raw size (the row's
+ * own data, however it is compressed), the read-ahead (IDAT data is read
+ * AIV_PNG_IDAT_READ_SIZE at a time) and 64 KiB for a stream's end and the
+ * chunk headers of small IDATs. At deflate's best ratio, about 1,000 to 1,
+ * what is inflated past the rows stays under 80 MB for any image. */
+#define AIV_PNG_IDAT_READ_SIZE 8192
+#define AIV_PNG_LAST_ROW_SLACK (65536 + AIV_PNG_IDAT_READ_SIZE)
+
+/* A checkpoint of the row loop: the allocator's progress (memory), then the
+ * row sink (rows [first, first + count) final). */
+static void aiv_png_checkpoint(png_structp png, const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                               uint8_t *pixels, size_t pixels_size, size_t row_bytes, uint32_t first,
+                               uint32_t count, int *progress_done, volatile aiv_stage *stage,
+                               aiv_decode_result *result) {
+    if (!*progress_done && allocator->progress) {
+        *progress_done = allocator->progress(pixels, pixels_size, (size_t)(first + count) * row_bytes);
+        if (*progress_done < 0) {
+            *stage = AIV_STAGE_MEMORY;
+            snprintf(result->message, sizeof(result->message), "out of memory while decoding");
+            png_longjmp(png, 1);
+        }
+    }
+    if (sink && sink->rows(sink->context, pixels, row_bytes, first, count) != AIV_ROWS_CONTINUE) {
+        *stage = AIV_STAGE_STOPPED;
+        snprintf(result->message, sizeof(result->message), "stopped: no request waits for the image");
+        png_longjmp(png, 1);
+    }
+}
+
 int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
-                   const aiv_pixel_allocator *allocator, aiv_decode_result *result) {
+                   const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                   aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
     result->scale_denom = 1;
     result->layout = AIV_LAYOUT_RGBA;
@@ -93,7 +174,7 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
         free(rows);
         if (pixels) allocator->release(pixels, pixels_size);
         result->pixels = NULL;
-        result->stage = stage;
+        result->stage = reader.over_budget ? AIV_STAGE_INFLATE : stage;
         return -1;
     }
 
@@ -107,6 +188,10 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     /* Also bound what any chunk may allocate, for the chunks libpng still
      * reads (no chunk can be longer than the whole input). */
     png_set_chunk_malloc_max(png, (png_alloc_size_t)size);
+    /* IDAT data is read (and inflated) this much at a time, so that what is
+     * left unread after the last row tells how much the stream still holds
+     * (see AIV_PNG_TRAILING_IDAT_LIMIT). */
+    png_set_compression_buffer_size(png, AIV_PNG_IDAT_READ_SIZE);
     png_read_info(png, info);
 
     png_uint_32 width = 0, height = 0;
@@ -121,6 +206,21 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
                  (unsigned)width, (unsigned)height,
                  (unsigned long long)width * height, (unsigned long long)max_pixels);
         stage = AIV_STAGE_LIMITS;
+        png_longjmp(png, 1);
+    }
+    /* A decompression bomb is a small image with a lot of compressed data
+     * (8 MB of IDAT for 64x64 pixels inflates to gigabytes): refused before
+     * anything is inflated when the data is more than deflate can take to
+     * hold the rows (their raw size, plus an eighth for fixed-Huffman
+     * codes, plus block and stream headers). */
+    uint64_t raw = aiv_png_raw_size(width, height, bit_depth, color_type, interlace);
+    uint64_t compressed = aiv_png_idat_bytes(data, size, 0);
+    if (compressed > raw + raw / 8 + 65536) {
+        snprintf(result->message, sizeof(result->message),
+                 "%llu bytes of compressed image data for %ux%u pixels, which need at most %llu",
+                 (unsigned long long)compressed, (unsigned)width, (unsigned)height,
+                 (unsigned long long)(raw + raw / 8 + 65536));
+        stage = AIV_STAGE_INFLATE;
         png_longjmp(png, 1);
     }
 
@@ -156,21 +256,28 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
     for (png_uint_32 y = 0; y < height; y++) rows[y] = pixels + (size_t)y * row_bytes;
 
     stage = AIV_STAGE_PIXELS;
-    if (passes > 1 || allocator->progress == NULL) {
-        png_read_image(png, rows);  /* Adam7 writes every row in each pass */
-    } else {
-        int progress_done = 0;
+    /* Interlaced: every pass writes rows all over the buffer, so the
+     * allocator's progress is not told (done = 1) and rows are final only
+     * in the last pass; before it, checkpoints carry no rows. */
+    int progress_done = passes > 1;
+    for (int pass = 0; pass < passes; pass++) {
+        int last = pass == passes - 1;
         for (png_uint_32 y = 0; y < height;) {
-            if (!progress_done) {
-                progress_done = allocator->progress(pixels, pixels_size, (size_t)y * row_bytes);
-                if (progress_done < 0) {
-                    stage = AIV_STAGE_MEMORY;
-                    snprintf(result->message, sizeof(result->message), "out of memory while decoding");
-                    png_longjmp(png, 1);
-                }
-            }
             png_uint_32 count = height - y < 16 ? height - y : 16;
-            png_read_rows(png, rows + y, NULL, count);
+            if (last && y + count == height) {
+                /* The image's last row is read alone, with the reads bounded
+                 * (see AIV_PNG_LAST_ROW_SLACK). */
+                if (count > 1) png_read_rows(png, rows + y, NULL, count - 1);
+                size_t left = size - reader.offset, budget = 2 * (row_bytes + 1) + AIV_PNG_LAST_ROW_SLACK;
+                reader.budget_end = reader.offset + (budget < left ? budget : left);
+                reader.budget_armed = 1;
+                png_read_rows(png, rows + height - 1, NULL, 1);
+                reader.budget_armed = 0;
+            } else {
+                png_read_rows(png, rows + y, NULL, count);
+            }
+            aiv_png_checkpoint(png, allocator, sink, pixels, pixels_size, row_bytes, last ? y : 0, last ? count : 0,
+                               &progress_done, &stage, result);
             y += count;
         }
     }

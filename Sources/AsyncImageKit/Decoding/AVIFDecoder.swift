@@ -129,6 +129,7 @@ public struct AVIFDecoder: ImageDecoding {
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         for index in 0..<frameCount {
+            try options.checkStopped(format)
             let next = avifDecoderNextImage(decoder)
             guard next == AVIF_RESULT_OK, let image = decoder.pointee.image else {
                 throw failure(

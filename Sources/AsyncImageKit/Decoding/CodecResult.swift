@@ -15,7 +15,7 @@ extension aiv_decode_result {
     /// The failure stage the C side reported.
     var failureStage: DecodingFailure.Stage {
         switch stage {
-        case AIV_STAGE_LIMITS, AIV_STAGE_SCANS: return .limits
+        case AIV_STAGE_LIMITS, AIV_STAGE_SCANS, AIV_STAGE_INFLATE: return .limits
         case AIV_STAGE_PIXELS: return .pixels
         case AIV_STAGE_TRAILER: return .trailer
         case AIV_STAGE_MEMORY: return .memory
@@ -25,6 +25,14 @@ extension aiv_decode_result {
 
     /// Whether the pixel limit refused the image (not the scan limit).
     var isPixelLimit: Bool { stage == AIV_STAGE_LIMITS }
+
+    /// The decode's failure, for a decoder of `format`: a stop through the
+    /// row sink is ``DecodeStop/failure(_:)``.
+    func failure(_ format: ImageFormat) -> AsyncImageError {
+        if stage == AIV_STAGE_STOPPED { return DecodeStop.failure(format) }
+        return .decoding(
+            DecodingFailure(format: format, stage: failureStage, reason: messageText, isPixelLimit: isPixelLimit), url: nil)
+    }
 
     /// Takes ownership of the decoded pixels.
     mutating func takePixels() -> Data {

@@ -51,6 +51,22 @@ public struct DecodingOptions: Sendable, Hashable {
     /// an error. Internal: never set for a final image.
     package var isProgressivePreview = false
 
+    /// Stops the decode when nobody waits for it any more (the loader's
+    /// decode stage sets it; see ``DecodeStop``). Not part of equality.
+    var stopSlot = DecodeStopSlot(stop: nil)
+
+    /// The decode's stop signal, if it runs under one.
+    package var stop: DecodeStop? {
+        get { stopSlot.stop }
+        set { stopSlot = DecodeStopSlot(stop: newValue) }
+    }
+
+    /// Throws the stopped failure of `format` when the decode was asked to
+    /// stop: the check a decoder makes between frames.
+    package func checkStopped(_ format: ImageFormat) throws(AsyncImageError) {
+        if stopSlot.stop?.isStopped == true { throw DecodeStop.failure(format) }
+    }
+
     /// Creates options.
     public init(
         maxPixels: Int = DecodingOptions.defaultMaxPixels,

@@ -47,7 +47,7 @@ public struct GIFDecoder: ImageDecoding {
             Result { () throws(AsyncImageError) -> Image in
                 try decodeFrames(
                     bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames,
-                    colorManagement: options.colorManagement,
+                    colorManagement: options.colorManagement, stop: options.stop,
                     resized: { options.targetSize == nil ? nil : options.naturalSize(for: $0) })
             }
         }
@@ -63,7 +63,7 @@ public struct GIFDecoder: ImageDecoding {
 
     private func decodeFrames(
         _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int, colorManagement: ColorManagement,
-        resized: (PixelSize) -> PixelSize?
+        stop: DecodeStop?, resized: (PixelSize) -> PixelSize?
     ) throws(AsyncImageError)
         -> Image
     {
@@ -146,6 +146,7 @@ public struct GIFDecoder: ImageDecoding {
             case IMAGE_DESC_RECORD_TYPE:
                 guard DGifGetImageDesc(gif) == GIF_OK else { throw fail("bad image descriptor") }
                 let index = frames.count
+                if stop?.isStopped == true { throw DecodeStop.failure(format) }
                 guard index < maxFrames else {
                     throw failure(.limits, "more than \(maxFrames) frames, the limit", pixelLimit: true)
                 }

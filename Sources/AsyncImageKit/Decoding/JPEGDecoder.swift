@@ -43,12 +43,14 @@ public struct JPEGDecoder: ImageDecoding {
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
-                (options.isProgressivePreview ? aiv_jpeg_decode_preview : aiv_jpeg_decode)(
-                    bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
-                    UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, &result)
+                RowSink(stop: options.stop).withCSink { sink in
+                    (options.isProgressivePreview ? aiv_jpeg_decode_preview : aiv_jpeg_decode)(
+                        bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
+                        UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, sink, &result)
+                }
             }
         }
-        guard status == 0 else { throw failure(result.failureStage, result.messageText, pixelLimit: result.isPixelLimit) }
+        guard status == 0 else { throw result.failure(format) }
 
         let width = Int(result.width)
         let height = Int(result.height)

@@ -95,6 +95,7 @@ public struct JXLDecoder: ImageDecoding {
         defer { if let buffer { PixelMemory.release(buffer.pointer, count: buffer.count) } }
 
         decoding: while true {
+            try options.checkStopped(.jxl)
             let status = JxlDecoderProcessInput(decoder)
             switch status {
             case JXL_DEC_BASIC_INFO:

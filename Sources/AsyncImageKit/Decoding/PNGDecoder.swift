@@ -30,10 +30,12 @@ public struct PNGDecoder: ImageDecoding {
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
-                aiv_png_decode(bytes, count, UInt64(max(0, options.maxPixels)), allocator, &result)
+                RowSink(stop: options.stop).withCSink { sink in
+                    aiv_png_decode(bytes, count, UInt64(max(0, options.maxPixels)), allocator, sink, &result)
+                }
             }
         }
-        guard status == 0 else { throw failure(result.failureStage, result.messageText, pixelLimit: result.isPixelLimit) }
+        guard status == 0 else { throw result.failure(format) }
         let stored = result.decodedSize
         if let source = header.colorSource, let layout = ColorPixelLayout(header.colorType), let raw = result.pixels,
             let transform = ColorConversion.transform(for: source, layout: layout, management: options.colorManagement)

@@ -179,6 +179,7 @@ public struct WebPDecoder: ImageDecoding {
         frames.reserveCapacity(frameCount)
         var previousTimestamp: Int32 = 0
         while WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            try options.checkStopped(format)
             var canvas: UnsafeMutablePointer<UInt8>?
             var timestamp: Int32 = 0
             guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {

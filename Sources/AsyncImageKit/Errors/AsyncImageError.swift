@@ -210,17 +210,22 @@ public struct DecodingFailure: Sendable, Hashable, CustomStringConvertible {
     /// limit (a JPEG's scan count): a request with a higher limit that
     /// shares the body is then decoded again.
     let isPixelLimit: Bool
+    /// Whether the decode was stopped because nobody waited for it any more
+    /// (``DecodeStop``): never delivered, the stage decodes again for a
+    /// request that joined late.
+    let isStopped: Bool
 
     /// Creates a failure.
     public init(format: ImageFormat?, stage: Stage, reason: String) {
         self.init(format: format, stage: stage, reason: reason, isPixelLimit: false)
     }
 
-    init(format: ImageFormat?, stage: Stage, reason: String, isPixelLimit: Bool) {
+    init(format: ImageFormat?, stage: Stage, reason: String, isPixelLimit: Bool, isStopped: Bool = false) {
         self.format = format
         self.stage = stage
         self.reason = reason
         self.isPixelLimit = isPixelLimit
+        self.isStopped = isStopped
     }
 
     /// Equal when format, stage and reason are.

@@ -69,14 +69,22 @@ extension AsyncImageLoader {
     public func encodedImage(for request: ImageRequest, encoding: ImageEncoding = .automatic) async throws
         -> EncodedImage
     {
-        let request = request.resolvingColorManagement(colorManagement)
-        let cache = state.withLock { $0.cache }
+        var request = request.resolvingColorManagement(colorManagement)
+        let (cache, loaderTimeout) = state.withLock { ($0.cache, $0.requestTimeout) }
         let (hit, refusal) = lookUp(request, in: cache)
         let asked = ProcessInfo.processInfo.systemUptime
-        if hit == nil, refusal == nil, let stored = await storedEncoding(for: request, encoding) {
-            try Task.checkCancellation()
-            reportStoredAnswer(request, asked: asked)
-            return stored
+        if hit == nil, refusal == nil {
+            // The request's time limit covers this read too, and what is
+            // left of it the load that may follow.
+            let timeout = request.timeout ?? loaderTimeout
+            if let stored = try await storedEncoding(for: request, encoding, timeout: timeout) {
+                try Task.checkCancellation()
+                reportStoredAnswer(request, asked: asked)
+                return stored
+            }
+            if let timeout {
+                request.timeout = timeout - .seconds(ProcessInfo.processInfo.systemUptime - asked)
+            }
         }
         let response = try await response(for: request, encoding: encoding)
         return try Self.encoded(response, encoding)
@@ -125,8 +133,14 @@ extension AsyncImageLoader {
 
     /// `request`'s stored thumbnail as it is stored, when that is what
     /// `encoding` asks for and a load may use it now; read on the disk
-    /// queue. Nil otherwise (a load then answers).
-    private func storedEncoding(for request: ImageRequest, _ encoding: ImageEncoding) async -> EncodedImage? {
+    /// queue. Nil otherwise (a load then answers). A read still running
+    /// when `timeout` passes fails the request as a load's disk read would
+    /// (``AsyncImageError/timedOut(_:seconds:stage:)`` at ``LoadStage/diskRead``):
+    /// it is not in the request table, so no deadline of the loader's
+    /// covers it.
+    private func storedEncoding(for request: ImageRequest, _ encoding: ImageEncoding, timeout: Duration?)
+        async throws(AsyncImageError) -> EncodedImage?
+    {
         let processing = request.cacheKey.processing
         guard !ImageCacheKey.isFullSize(processing), !request.cachePolicy.contains(.skipDiskReads), !request.url.isFileURL,
             let (disk, policy, offline) = state.withLock({ state in
@@ -135,7 +149,16 @@ extension AsyncImageLoader {
             })
         else { return nil }
         let accept = acceptHeader
-        return await withCheckedContinuation { continuation in
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<StoredRead, Never>) in
+            // Whichever comes first, the read or the time limit, answers.
+            let answered = Locked(false)
+            let answer: @Sendable (StoredRead) -> Void = { read in
+                guard answered.withLock({ done in defer { done = true }; return !done }) else { return }
+                continuation.resume(returning: read)
+            }
+            if let timeout, let deadline = RequestDeadline.deadline(after: timeout) {
+                timerQueue.asyncAfter(deadline: deadline) { answer(.timedOut) }
+            }
             diskQueue.async {
                 let httpCache = HTTPCache(policy: policy, store: ImageDiskStore(cache: disk))
                 let key = LoadRequest.diskKey(for: request)
@@ -152,14 +175,27 @@ extension AsyncImageLoader {
                     request.options.limitFailure(
                         format: parts.metadata.format.flatMap(ImageFormat.init(rawValue:)), originalSize: parts.originalSize,
                         frameCount: parts.frameCount, countedPixels: parts.metadata.countedPixels) == nil
-                else { return continuation.resume(returning: nil) }
-                continuation.resume(
-                    returning: EncodedImage(
+                else { return answer(.none) }
+                answer(
+                    .found(EncodedImage(
                         data: payload.data, format: payload.kind.format, quality: payload.kind.quality,
                         width: parts.size.width, height: parts.size.height, source: .diskCache, isStoredEncoding: true,
                         isStale: staleness.isStale, fileProperties: parts.metadata.fileProperties,
-                        variesByAccept: encoding.variesByAccept))
+                        variesByAccept: encoding.variesByAccept)))
             }
         }
+        switch outcome {
+        case .found(let image): return image
+        case .none: return nil
+        case .timedOut:
+            throw .timedOut(request.url, seconds: timeout.map(RequestDeadline.seconds) ?? 0, stage: .diskRead)
+        }
     }
+}
+
+/// What the read of a stored answer found, or that the time ran out first.
+private enum StoredRead: Sendable {
+    case found(EncodedImage)
+    case none
+    case timedOut
 }

@@ -29,7 +29,9 @@ typedef enum {
     AIV_STAGE_PIXELS = 3,   /* image data (scanlines) */
     AIV_STAGE_TRAILER = 4,  /* after the last scanline (end of stream) */
     AIV_STAGE_MEMORY = 5,   /* an allocation failed */
-    AIV_STAGE_SCANS = 6     /* more progressive scans than allowed (a limit, not the pixel one) */
+    AIV_STAGE_SCANS = 6,    /* more progressive scans than allowed (a limit, not the pixel one) */
+    AIV_STAGE_INFLATE = 7,  /* PNG: more compressed image data than its pixels can need (a limit) */
+    AIV_STAGE_STOPPED = 8   /* the row sink asked the decode to stop (nobody wants it any more) */
 } aiv_stage;
 
 /* What the decoded buffer holds. */
@@ -77,6 +79,27 @@ typedef struct {
     int (*progress)(uint8_t *pixels, size_t size, size_t written);
 } aiv_pixel_allocator;
 
+/* The one way rows leave libjpeg-turbo and libpng: a decode calls the sink
+ * at every checkpoint (every 16 output rows; while libjpeg reads a
+ * progressive file's scans, which it does before the first row; after each
+ * batch of an interlaced PNG's passes) with the rows that became final
+ * since the last call: rows [first, first + count) of the output buffer
+ * `pixels`, `bytes_per_row` apart (count 0: a checkpoint with no new row).
+ *
+ * Designed for three users: stopping a decode nobody waits for any more
+ * (return AIV_ROWS_STOP: the decode fails at AIV_STAGE_STOPPED, its buffer
+ * released, within one checkpoint); a transform of the rows in place as they
+ * come (a colour transform while they are in cache); and a consumer that
+ * reads them as they come (a resampler's vertical pass). It is called after
+ * the allocator's `progress` (memory first, then rows), never longjmps, and
+ * sees each row once, top to bottom, after the row is final (an interlaced
+ * PNG's rows only after its last pass). */
+enum { AIV_ROWS_CONTINUE = 0, AIV_ROWS_STOP = 1 };
+typedef struct {
+    void *context;
+    int (*rows)(void *context, uint8_t *pixels, size_t bytes_per_row, uint32_t first, uint32_t count);
+} aiv_row_sink;
+
 /* Moves the pages of [from, from + size) to [to, to + size), `chunk` bytes
  * (a multiple of the page size) at a time, replacing what was mapped there:
  * mremap(MREMAP_MAYMOVE | MREMAP_FIXED), which Swift cannot call (it is
@@ -104,9 +127,16 @@ int aiv_trim_heap(void);
 /* Decode a whole PNG into 8-bit RGBA (straight alpha). Every colour type and
  * bit depth, Adam7, palette with tRNS; 16-bit scaled to 8. No gamma or
  * colour-management transform: sample values are returned as stored.
- * Returns 0 on success, -1 on failure (see result->stage and message). */
+ * Inflating is bounded by the pixels: a file whose IDAT chunks hold more
+ * compressed data than its rows can need (their raw size, plus deflate's
+ * worst-case growth) fails at AIV_STAGE_INFLATE before any pixel buffer,
+ * and after the last row at most a few KiB more are inflated to check the
+ * stream's end (a decompression bomb costs its reading, not its inflating).
+ * `sink` may be NULL. Returns 0 on success, -1 on failure (see
+ * result->stage and message). */
 int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
-                   const aiv_pixel_allocator *allocator, aiv_decode_result *result);
+                   const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                   aiv_decode_result *result);
 
 /* Decode a whole JPEG. min_width/min_height (0 = full size): choose the
  * smallest DCT scale (1/2, 1/4, 1/8) whose output is still at least that big.
@@ -115,7 +145,8 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
  * A progressive file with more than max_scans scans fails at stage LIMITS. */
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                     uint32_t min_width, uint32_t min_height,
-                    const aiv_pixel_allocator *allocator, aiv_decode_result *result);
+                    const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                    aiv_decode_result *result);
 
 /* The same, for a preview of a progressive JPEG still arriving: the data
  * ends after some scans (it is cut at a scan's start), and libjpeg's
@@ -123,7 +154,8 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int m
  * the scans received. Every other warning still fails the decode. */
 int aiv_jpeg_decode_preview(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
                             uint32_t min_width, uint32_t min_height,
-                            const aiv_pixel_allocator *allocator, aiv_decode_result *result);
+                            const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
+                            aiv_decode_result *result);
 
 typedef struct {
     uint8_t *data;              /* malloc'd; caller frees with free() */

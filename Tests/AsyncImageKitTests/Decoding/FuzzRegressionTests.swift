@@ -72,7 +72,7 @@ final class FuzzRegressionTests: XCTestCase {
     static func largestPNGAllocation(_ data: Data) -> Int {
         var result = aiv_decode_result()
         _ = data.withBytes { bytes, count in
-            withUnsafePointer(to: PixelMemory.codecAllocator) { aiv_png_decode(bytes, count, 1 << 30, $0, &result) }
+            withUnsafePointer(to: PixelMemory.codecAllocator) { aiv_png_decode(bytes, count, 1 << 30, $0, nil, &result) }
         }
         if let pixels = result.pixels { PixelMemory.release(pixels, count: result.pixels_size) }
         return result.largest_codec_allocation

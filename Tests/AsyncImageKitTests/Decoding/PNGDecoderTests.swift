@@ -150,4 +150,36 @@ final class PNGDecoderTests: XCTestCase {
         png[idat + 6] ^= 0xFF
         XCTAssertNotNil(assertDecodingFails { try PNGDecoder().decode(Data(png)) })
     }
+
+    // MARK: Decompression bombs
+
+    /// 64x64 pixels whose image data inflates to 200 MB more than its rows:
+    /// refused before anything is inflated, as a limit (413 from a service),
+    /// naming what it holds. (libpng alone inflates all of it to check the
+    /// stream's end: an 8 MB file cost 21 s of CPU.)
+    func testADecompressionBombIsRefusedBeforeInflating() {
+        let bomb = PNGBomb.make(width: 64, height: 64, extraBytes: 200 << 20)
+        let failure = assertDecodingFails { try PNGDecoder().decode(bomb) }
+        XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertTrue(failure?.reason.contains("compressed image data for 64x64 pixels") == true, "\(String(describing: failure))")
+        XCTAssertEqual(failure.map { AsyncImageError.decoding($0, url: nil).suggestedHTTPStatus }, 413)
+    }
+
+    /// Less compressed data than the up-front bound (a larger image has a
+    /// larger one), but a stream that goes on after the last row (here
+    /// 200 MB of zeros): libpng inflates the rest of the stream while it
+    /// reads the last row; its reads are bounded there, so it stops within
+    /// a few dozen KiB and the file is refused as carrying more than its
+    /// pixels need.
+    func testCompressedDataAfterTheLastRowIsNotInflated() {
+        let bomb = PNGBomb.make(width: 512, height: 512, extraBytes: 200 << 20)
+        XCTAssertLessThan(bomb.count, 512 * 513 + 512 * 513 / 8 + 65536, "under the up-front bound")
+        let failure = assertDecodingFails { try PNGDecoder().decode(bomb) }
+        XCTAssertEqual(failure?.stage, .limits)
+        XCTAssertTrue(failure?.reason.contains("after the last row") == true, "\(String(describing: failure))")
+        // Without the extra data, the same image decodes.
+        let image = try? PNGDecoder().decode(PNGBomb.make(width: 512, height: 512, extraBytes: 0))
+        XCTAssertEqual(image?.size, PixelSize(width: 512, height: 512))
+    }
+
 }

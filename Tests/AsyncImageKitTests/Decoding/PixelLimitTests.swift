@@ -117,7 +117,7 @@ final class PixelLimitTests: XCTestCase {
             XCTAssertEqual(failure?.format, .png, type)
             var result = aiv_decode_result()
             let status = Data(lying).withBytes { bytes, count in
-                withUnsafePointer(to: PixelMemory.codecAllocator) { aiv_png_decode(bytes, count, 1 << 30, $0, &result) }
+                withUnsafePointer(to: PixelMemory.codecAllocator) { aiv_png_decode(bytes, count, 1 << 30, $0, nil, &result) }
             }
             XCTAssertEqual(status, -1, type)
             XCTAssertGreaterThan(result.largest_codec_allocation, 0, "\(type): allocations are seen")

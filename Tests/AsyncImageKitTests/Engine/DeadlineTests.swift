@@ -194,8 +194,9 @@ final class DeadlineTests: XCTestCase {
         gate.release()
         wait(for: [outcomes.first("shared", self)], timeout: 10)
         XCTAssertNotNil(outcomes.image("shared"))
-        // Alone: a running decode is not interrupted; its image is cached,
-        // nobody is told, and its decoder is free once it returns.
+        // Alone: the decode nobody waits for any more stops at its next
+        // checkpoint (its stop is signalled while the gate holds it);
+        // nothing is cached, nobody is told, and its decoder is free.
         entered = gate.hold(self)
         let holder = outcomes.load("holder", h, 2)
         wait(for: [h.transport.starts(2, self)], timeout: 10)
@@ -205,15 +206,108 @@ final class DeadlineTests: XCTestCase {
         holder.cancel()
         wait(for: [outcomes.first("alone", self)], timeout: 10)
         XCTAssertEqual(outcomes.error("alone"), .timedOut(h.url(2), seconds: 0.05, stage: .decode))
-        XCTAssertEqual(h.loader.activity.decoding, 1, "the decode runs on")
+        XCTAssertEqual(h.loader.activity.decoding, 1, "held in the gate until released")
         gate.release()
         settle(h)
-        XCTAssertNotNil(h.cache.image(for: ImageRequest(url: h.url(2)).cacheKey), "its image is cached")
+        XCTAssertNil(h.cache.image(for: ImageRequest(url: h.url(2)).cacheKey), "stopped: nothing cached")
+        XCTAssertEqual(gate.stopped, 1, "the decoder saw its stop")
         outcomes.runsLater(h, 3, self)
         h.drainDeliveries()
         XCTAssertEqual(outcomes.count("holder"), 0, "cancelled: no outcome")
         outcomes.assertOneOutcomeEach(except: ["holder"])
         settle(h)
+    }
+
+    /// A request that joins a decode after its stop was signalled (its only
+    /// request was cancelled) is not failed by the stop: the size is decoded
+    /// again for it, and it gets its image, once.
+    func testARequestJoiningAStoppedDecodeGetsADecodeOfItsOwn() {
+        let gate = DecoderGate()
+        let h = FakeHarness(concurrentLoads: 1) {
+            var decoders = ImageDecoderRegistry.default
+            decoders.register(HeldPNGDecoder(gate: gate))
+            $0.decoders = decoders
+        }
+        let outcomes = Outcomes()
+        let entered = gate.hold(self)
+        let first = outcomes.load("first", h, 1)
+        wait(for: [h.transport.starts(1, self)], timeout: 10)
+        h.transport.finish(h.url(1))
+        wait(for: [entered], timeout: 10)
+        first.cancel()  // the decode's only request: its stop is signalled
+        outcomes.load("joiner", h, 1)  // joins the job, still decoding
+        gate.release()
+        wait(for: [outcomes.first("joiner", self)], timeout: 10)
+        XCTAssertNotNil(outcomes.image("joiner"), "\(String(describing: outcomes.error("joiner")))")
+        XCTAssertEqual(gate.stopped, 1, "the first decode stopped")
+        h.drainDeliveries()
+        XCTAssertEqual(outcomes.count("first"), 0, "cancelled: no outcome")
+        outcomes.assertOneOutcomeEach(except: ["first"])
+        XCTAssertEqual(h.transport.startedPaths, ["/img/1.png"], "one transfer: the body is decoded again")
+        settle(h)
+    }
+
+    /// The root cause of a request answered long past its deadline while
+    /// decodes held every core (two PNG bombs, in the thumbnail service):
+    /// decodes ran on a concurrent queue, whose threads libdispatch takes
+    /// from a pool as wide as the cores, shared with the disk queue; a
+    /// disk read (a stored thumbnail's, outside any deadline) waited for a
+    /// decode to end. Decodes that spin on every core (CPU-bound, not
+    /// blocked: libdispatch adds threads for blocked ones) must leave a
+    /// disk lookup free to run: here another URL's lookup, which its
+    /// transfer follows.
+    func testDecodesOnEveryCoreLeaveTheDiskReadsFree() {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let spin = SpinGate()
+        let h = FakeHarness(concurrentLoads: cores + 1) {
+            var decoders = ImageDecoderRegistry.default
+            decoders.register(SpinningPNGDecoder(gate: spin))
+            $0.decoders = decoders
+            $0.diskCache = MemoryDataStore()
+        }
+        defer { spin.release() }
+        let outcomes = Outcomes()
+        let spinning = spin.spinning(cores, self)
+        for n in 1...cores { outcomes.load("spinning \(n)", h, n) }
+        wait(for: [h.transport.starts(cores, self)], timeout: 10)
+        for n in 1...cores { h.transport.finish(h.url(n)) }
+        wait(for: [spinning], timeout: 10)
+        XCTAssertEqual(h.loader.activity.decoding, cores, "every decoder spins")
+        // Another URL: its disk lookup (disk queue), then its transfer,
+        // while the decoders still spin. (Before, the lookup waited for a
+        // thread until libdispatch's monitor added one, a second or more,
+        // or until a decode ended; now it takes milliseconds. The bound is
+        // wide of both.)
+        let asked = Date()
+        outcomes.load("other", h, 100)
+        wait(for: [h.transport.starts(cores + 1, self)], timeout: 10)
+        let waited = Date().timeIntervalSince(asked)
+        print("disk lookup and transfer start while \(cores) decodes spin: \(waited) s")
+        XCTAssertLessThan(waited, 0.5, "the disk lookup waited for a decode to end")
+        spin.release()
+        h.transport.finish(h.url(100))
+        wait(for: [outcomes.first("other", self)], timeout: 10)
+        XCTAssertNotNil(outcomes.image("other"))
+        settle(h)
+    }
+
+    /// A stored thumbnail's read (``AsyncImageLoader/encodedImage(for:encoding:)``
+    /// answers from it without a load) is covered by the request's time
+    /// limit too: a read held past it fails at stage `diskRead`.
+    func testAStoredAnswersReadIsCoveredByTheDeadline() async throws {
+        let store = HeldDataStore()
+        let h = FakeHarness(concurrentLoads: 1) { $0.diskCache = store }
+        let held = store.hold(h.url(1), self)
+        var request = ImageRequest(url: h.url(1), sizing: .fitInside(PixelSize(width: 8, height: 8)))
+        request.timeout = Self.short
+        do {
+            _ = try await h.loader.encodedImage(for: request)
+            XCTFail("answered while its disk read was held")
+        } catch let error as AsyncImageError {
+            XCTAssertEqual(error, .timedOut(h.url(1), seconds: 0.05, stage: .diskRead))
+        }
+        await fulfillment(of: [held.entered], timeout: 10)
+        held.release.signal()
     }
 
     // MARK: Memory hits, limits passed already, races
@@ -412,6 +506,12 @@ private final class DecoderGate: @unchecked Sendable {
     private let lock = NSLock()
     private var entered: XCTestExpectation?
     private let semaphore = DispatchSemaphore(value: 0)
+    private var stops = 0
+
+    /// Decodes that ended stopped (``DecodeStop``).
+    var stopped: Int { lock.withLock { stops } }
+
+    func noteStopped() { lock.withLock { stops += 1 } }
 
     /// Holds the next decode; the expectation is fulfilled when it starts.
     func hold(_ test: XCTestCase) -> XCTestExpectation {
@@ -437,6 +537,42 @@ private struct HeldPNGDecoder: ImageDecoding {
 
     func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
         gate.pass()
+        do {
+            return try PNGDecoder().decode(data, options: options)
+        } catch {
+            if case .decoding(let failure, _) = error, failure.reason.hasPrefix("stopped") { gate.noteStopped() }
+            throw error
+        }
+    }
+}
+
+/// Makes the next decodes spin on a core (CPU-bound) until released.
+private final class SpinGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var released = false
+
+    private var waiter: XCTestExpectation?
+
+    var isReleased: Bool { lock.withLock { released } }
+    func release() { lock.withLock { released = true } }
+    func entered() { lock.withLock { waiter }?.fulfill() }
+
+    /// Fulfilled when `count` decodes spin.
+    func spinning(_ count: Int, _ test: XCTestCase) -> XCTestExpectation {
+        let expectation = test.expectation(description: "\(count) decodes spinning")
+        expectation.expectedFulfillmentCount = count
+        lock.withLock { waiter = expectation }
+        return expectation
+    }
+}
+
+private struct SpinningPNGDecoder: ImageDecoding {
+    let gate: SpinGate
+    var format: ImageFormat { .png }
+
+    func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
+        gate.entered()
+        while !gate.isReleased {}  // busy: a core, as a bomb's inflate takes one
         return try PNGDecoder().decode(data, options: options)
     }
 }

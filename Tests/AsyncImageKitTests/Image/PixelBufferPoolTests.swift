@@ -448,8 +448,8 @@ final class PixelBufferPoolTests: XCTestCase {
             withUnsafePointer(to: allocator) { allocator in
                 let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 return format == "JPEG"
-                    ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, &result)
-                    : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, &result)
+                    ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, nil, &result)
+                    : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, nil, &result)
             }
         }
         return (status, result)

@@ -12,19 +12,21 @@ extension AsyncImageLoader {
     func startDecodes(_ state: inout LoaderState, _ effects: inout Effects) {
         while let job = state.decodes.next() {
             guard case .awaitingDecoder(let data) = job.phase else {
-                state.decodes.finished()
+                state.decodes.finished(job)
                 continue
             }
             state.slots.release(of: job)
-            guard let next = job.nextDecode() else {
+            guard var next = job.nextDecode() else {
                 job.phase = .decoding(data, key: nil)
-                state.decodes.finished()
+                state.decodes.finished(job)
                 finish(job, &state, &effects)
                 continue
             }
             job.phase = .decoding(data, key: next.key)
+            next.options.stop = state.decodes.begin(job)
             report(.decoding, job.requests(for: next.key), &state, &effects)
-            effects.append { self.decodeQueue.async { self.decode(job, data, next.key, next.options) } }
+            let (key, options) = (next.key, next.options)
+            effects.append { DecodeScheduler.queue().async { self.decode(job, data, key, options) } }
         }
     }
 
@@ -135,9 +137,13 @@ extension AsyncImageLoader {
                     }
                 }
                 // A request that joined with a higher pixel or frame limit than
-                // this decode had is decoded again rather than failed by a lower one.
+                // this decode had is decoded again rather than failed by a
+                // lower one; so is one that joined after the decode was
+                // stopped (nobody waited for it then).
                 func decodeAgain(_ record: LoadRequest) -> Bool {
-                    guard case .failure(.decoding(let failure, _)) = outcome, failure.isPixelLimit else { return false }
+                    guard case .failure(.decoding(let failure, _)) = outcome else { return false }
+                    if failure.isStopped { return true }
+                    guard failure.isPixelLimit else { return false }
                     return record.request.options.maxPixels > options.maxPixels
                         || record.request.options.maxFrames > options.maxFrames
                 }
@@ -165,8 +171,9 @@ extension AsyncImageLoader {
                     let result = outcome.flatMap { Self.checked($0, for: record) }
                     self.deliver(record, from: job, result, &state, &effects)
                 }
-                if let next = job.nextDecode() {
-                    if next.key == key {
+                if var next = job.nextDecode() {
+                    next.options.stop = state.decodes.begin(job)
+                    if next.key == key, !outcome.isStopped {
                         let (logger, limit) = (state.logger, next.options.maxPixels)
                         effects.append {
                             logger.debug("decoding \(url.absoluteString) again with a higher pixel limit (\(limit))")
@@ -176,7 +183,7 @@ extension AsyncImageLoader {
                     self.report(.decoding, job.requests(for: next.key), &state, &effects)
                     return next
                 }
-                state.decodes.finished()
+                state.decodes.finished(job)
                 self.finish(job, &state, &effects)
                 self.startDecodes(&state, &effects)
                 self.pump(&state, &effects)
@@ -195,5 +202,13 @@ extension AsyncImageLoader {
             job.leave(record)
             deliver(record, from: job, outcome, &state, &effects)
         }
+    }
+}
+
+extension Result<Image, AsyncImageError> {
+    /// A decode stopped because nobody waited for it (``DecodeStop``).
+    fileprivate var isStopped: Bool {
+        if case .failure(.decoding(let failure, _)) = self { return failure.isStopped }
+        return false
     }
 }

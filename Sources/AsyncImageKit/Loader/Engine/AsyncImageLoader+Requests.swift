@@ -184,11 +184,23 @@ extension AsyncImageLoader {
         }
         guard let job = record.job else { return }
         job.leave(record)
-        if job.requests.isEmpty { drop(job, &state, &effects) }
+        left(job, &state, &effects)
     }
 
-    /// `job` has no request left: it ends, and its transfer is stopped,
-    /// unless its decode runs already (the image is still cached).
+    /// A request left `job` without an outcome from it (cancelled, or its
+    /// deadline passed): a job left with no request is dropped, and a
+    /// decode left with none for its size is stopped.
+    func left(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
+        if job.requests.isEmpty {
+            drop(job, &state, &effects)
+        } else if case .decoding(_, let key?) = job.phase, job.requests(for: key).isEmpty {
+            state.decodes.stop(job)
+        }
+    }
+
+    /// `job` has no request left: it ends, its transfer is stopped, and a
+    /// running decode stops at its next checkpoint (``DecodeStop``; nothing
+    /// is cached, a request that joins meanwhile gets a decode of its own).
     func drop(_ job: LoadJob, _ state: inout LoaderState, _ effects: inout Effects) {
         switch job.phase {
         case .queued:
@@ -208,8 +220,10 @@ extension AsyncImageLoader {
         case .awaitingDecoder:
             state.decodes.remove(job)
             finish(job, &state, &effects)
-        case .decoding, .finished:
-            break  // the decode finishes and its image is cached; nobody is told
+        case .decoding:
+            state.decodes.stop(job)  // the job stays in the table until the decode returns
+        case .finished:
+            break
         }
     }
 

@@ -9,10 +9,25 @@ import Foundation
 /// A waiting body still holds its transfer slot (undecoded bodies cannot
 /// pile up), so at most ``AsyncImageLoader/concurrentLoads`` wait: picking
 /// the best is a walk of those few, never of the request queue.
+///
+/// A running decode has a ``DecodeStop``: signalled when no request waits
+/// for the size it decodes any more (``stop(_:)``), it gives up at its next
+/// checkpoint and its decoder is free (a bomb's decode no longer outlives
+/// every deadline).
+///
+/// Each decode runs on a serial queue of its own (``queue()``), not on a
+/// shared concurrent one: libdispatch gives a concurrent queue's work
+/// threads from a pool as wide as the cores, which the loader's disk
+/// queue shares, so two CPU-bound decodes held every disk read (a stored
+/// thumbnail's included) until one ended; a serial queue's thread comes
+/// from the pool that is not capped. The count of decodes stays this
+/// type's (``threads``).
 struct DecodeScheduler {
     private var waiting: [LoadJob] = []
     /// Decodes running, at most ``threads``.
     private(set) var running = 0
+    /// The stop signal of each running decode, by job.
+    private var stops: [ObjectIdentifier: DecodeStop] = [:]
     /// One decoder per core.
     let threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// The order among equal priorities (the transfer queue's).
@@ -41,8 +56,27 @@ struct DecodeScheduler {
     }
 
     /// A decode that ``next()`` counted has ended.
-    mutating func finished() { running -= 1 }
+    mutating func finished(_ job: LoadJob) {
+        running -= 1
+        stops[ObjectIdentifier(job)] = nil
+    }
+
+    /// `job`'s next decode run (a size), under a stop signal of its own.
+    mutating func begin(_ job: LoadJob) -> DecodeStop {
+        let stop = DecodeStop()
+        stops[ObjectIdentifier(job)] = stop
+        return stop
+    }
+
+    /// Nobody waits for the size `job` decodes now: its decode stops.
+    func stop(_ job: LoadJob) { stops[ObjectIdentifier(job)]?.stop() }
+
+    /// Where a decode runs: a serial queue of its own (see the type's notes).
+    static func queue() -> DispatchQueue { DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated) }
 
     /// Empties the queue (the loader's `deinit`).
-    mutating func removeAll() { waiting = [] }
+    mutating func removeAll() {
+        waiting = []
+        stops.values.forEach { $0.stop() }
+    }
 }

@@ -72,7 +72,8 @@ extension AsyncImageLoader {
     /// decided already (it left its job for delivery, or ended), it leaves
     /// its job and fails alone, through the usual delivery; a job it leaves
     /// empty is dropped as for a cancel (its queued entry removed, its
-    /// transfer cancelled; a running decode finishes and its image is cached).
+    /// transfer cancelled, a running decode stopped), and a decode it leaves
+    /// with no request for its size is stopped.
     func deadlinePassed(_ record: LoadRequest, seconds: Double) {
         mutate { state, effects in
             // Decided and ended under this lock: one outcome, whichever came first.
@@ -88,7 +89,7 @@ extension AsyncImageLoader {
             let (logger, metadata) = (state.logger, record.logMetadata)
             effects.append { logger.info("request timed out: \(error)", metadata: metadata) }
             self.deliver(record, from: job, .failure(error), &state, &effects)
-            if job.requests.isEmpty { self.drop(job, &state, &effects) }
+            self.left(job, &state, &effects)
             self.pump(&state, &effects)
         }
     }
