@@ -48,7 +48,10 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     static func processingKey(_ options: DecodingOptions) -> String {
-        let colour = options.colorManagement.keyPart
+        // The first frame before the colour: a still at full size is not
+        // the original (see `isFullSize`).
+        let colour = [options.firstFrameOnly ? "first-frame" : "", options.colorManagement.keyPart]
+            .filter { !$0.isEmpty }.joined(separator: "-")
         guard let size = options.targetSize else { return colour }
         let scaling = options.scaling.keyPart
         return "\(size.width)x\(size.height)-\(options.contentMode == .aspectFill ? "fill" : "fit")"

@@ -92,7 +92,8 @@ public struct AVIFDecoder: ImageDecoding {
         guard width > 0, height > 0 else { throw failure(.header, "image is \(width)x\(height)") }
         // The AV1 frame's size: what is decoded (and counted), before `clap`.
         let decoded = PixelSize(width: width, height: height)
-        let frameCount = Int(decoder.pointee.imageCount)
+        // A still of a sequence: its first frame alone, counted alone.
+        let frameCount = options.firstFrameOnly ? min(1, Int(decoder.pointee.imageCount)) : Int(decoder.pointee.imageCount)
         guard frameCount > 0 else { throw failure(.header, "the file holds no image") }
         guard frameCount <= options.maxFrames else {
             throw failure(.limits, "\(frameCount) frames, over the limit of \(options.maxFrames)", pixelLimit: true)

@@ -41,6 +41,14 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Part of the cache key when it is not the default. See <doc:ColourManagement>.
     public var colorManagement: ColorManagement
 
+    /// Decodes an animation's first frame alone, as a still (default
+    /// false: every frame). What a thumbnail wants: ``AsyncImageLoader/encodedImage(for:encoding:)``
+    /// answers with the first frame, and a 4 MB GIF of 10,000 frames costs
+    /// one frame's time and memory instead of 200 MB. The frame limit and
+    /// the pixel limit count that frame alone. Part of the cache key when
+    /// set (`first-frame`): a still and the animation are cached apart.
+    public var firstFrameOnly = false
+
     /// The most scans a progressive JPEG may have (real encoders write about
     /// ten; a valid file can have thousands of tiny ones, each another pass
     /// over the whole image). Internal: tests lower it.

@@ -47,7 +47,7 @@ public struct GIFDecoder: ImageDecoding {
             Result { () throws(AsyncImageError) -> Image in
                 try decodeFrames(
                     bytes, count: count, maxPixels: options.maxPixels, maxFrames: options.maxFrames,
-                    colorManagement: options.colorManagement, stop: options.stop,
+                    colorManagement: options.colorManagement, firstFrameOnly: options.firstFrameOnly, stop: options.stop,
                     resized: { options.targetSize == nil ? nil : options.naturalSize(for: $0) })
             }
         }
@@ -63,7 +63,7 @@ public struct GIFDecoder: ImageDecoding {
 
     private func decodeFrames(
         _ bytes: UnsafePointer<UInt8>, count: Int, maxPixels: Int, maxFrames: Int, colorManagement: ColorManagement,
-        stop: DecodeStop?, resized: (PixelSize) -> PixelSize?
+        firstFrameOnly: Bool, stop: DecodeStop?, resized: (PixelSize) -> PixelSize?
     ) throws(AsyncImageError)
         -> Image
     {
@@ -114,7 +114,7 @@ public struct GIFDecoder: ImageDecoding {
         // `minimumFramePixels`.
         var decodedPixels = 0
         var record = UNDEFINED_RECORD_TYPE
-        repeat {
+        records: repeat {
             guard DGifGetRecordType(gif, &record) == GIF_OK else { throw fail("bad record") }
             switch record {
             case EXTENSION_RECORD_TYPE:
@@ -246,6 +246,8 @@ public struct GIFDecoder: ImageDecoding {
                     break
                 }
                 control = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
+                // A still: the first frame, and not a byte more is read.
+                if firstFrameOnly { break records }
 
             default:
                 break

@@ -190,6 +190,7 @@ public struct JXLDecoder: ImageDecoding {
                 transform?.apply(done.pointer, width: upright.width, height: upright.height, bytesPerRow: upright.width * 4)
                 let duration = (info?.have_animation ?? 0) != 0 ? AnimationTimeline.displayDuration(frameDuration) : 0
                 frames.append(ImageFrame(pixels: PixelMemory.data(taking: done.pointer, count: done.count), duration: duration))
+                if options.firstFrameOnly { break decoding }  // a still: the rest is never decoded
             case JXL_DEC_SUCCESS:
                 break decoding
             case JXL_DEC_NEED_MORE_INPUT:

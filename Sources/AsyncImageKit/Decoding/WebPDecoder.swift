@@ -141,8 +141,10 @@ public struct WebPDecoder: ImageDecoding {
         var input = WebPData(bytes: bytes, size: count)
         // The frame count, from the container, before anything is decoded.
         guard let demux = WebPDemux(&input) else { throw failure(.header, "invalid animation container") }
-        let frameCount = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
+        let total = Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT))
         WebPDemuxDelete(demux)
+        // A still of an animation: its first frame alone, counted alone.
+        let frameCount = options.firstFrameOnly ? min(1, total) : total
         guard frameCount > 0 else { throw failure(.pixels, "the animation holds no frame") }
         guard frameCount <= options.maxFrames else {
             throw failure(.limits, "\(frameCount) frames, over the limit of \(options.maxFrames)", pixelLimit: true)
@@ -170,7 +172,7 @@ public struct WebPDecoder: ImageDecoding {
         defer { WebPAnimDecoderDelete(decoder) }
         var info = WebPAnimInfo()
         guard WebPAnimDecoderGetInfo(decoder, &info) != 0, Int(info.canvas_width) == width,
-            Int(info.canvas_height) == height, Int(info.frame_count) == frameCount
+            Int(info.canvas_height) == height, Int(info.frame_count) == total
         else { throw failure(.header, "the animation's header disagrees with its container") }
 
         let frameBytes = canvasPixels * 4
@@ -178,7 +180,7 @@ public struct WebPDecoder: ImageDecoding {
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         var previousTimestamp: Int32 = 0
-        while WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+        while frames.count < frameCount, WebPAnimDecoderHasMoreFrames(decoder) != 0 {
             try options.checkStopped(format)
             var canvas: UnsafeMutablePointer<UInt8>?
             var timestamp: Int32 = 0

@@ -27,10 +27,28 @@ public struct ImageRequest: Sendable, Hashable {
     public var colorManagement: ColorManagement? {
         didSet {
             options.colorManagement = colorManagement ?? .default
-            let processing = ImageCacheKey.processingKey(options)
-            let chain = processors.keyPart
-            cacheKey = ImageCacheKey(url: cacheKey.url, processing: chain.isEmpty ? processing : processing + "|" + chain)
+            rekey()
         }
+    }
+
+    /// Decodes an animation's first frame alone, as a still (default false;
+    /// see ``DecodingOptions/firstFrameOnly``): a thumbnail service's
+    /// requests, which ``AsyncImageLoader/encodedImage(for:encoding:)``
+    /// answers with the first frame anyway, cost one frame of a 10,000-frame
+    /// GIF. Setting it updates ``options`` and ``cacheKey``.
+    public var firstFrameOnly: Bool {
+        get { options.firstFrameOnly }
+        set {
+            options.firstFrameOnly = newValue
+            rekey()
+        }
+    }
+
+    /// The cache key again, after a change of ``options``.
+    private mutating func rekey() {
+        let processing = ImageCacheKey.processingKey(options)
+        let chain = processors.keyPart
+        cacheKey = ImageCacheKey(url: cacheKey.url, processing: chain.isEmpty ? processing : processing + "|" + chain)
     }
 
     /// The request headers its transfer sends and the disk cache's `Vary`

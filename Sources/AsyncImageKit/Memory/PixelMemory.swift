@@ -29,6 +29,7 @@ enum PixelMemory {
             PixelBufferPool.shared.recycle(pointer)
         } else {
             free(pointer)
+            HeapTrim.freed(count)
         }
     }
 

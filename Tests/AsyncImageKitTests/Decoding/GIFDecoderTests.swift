@@ -132,4 +132,57 @@ final class GIFDecoderTests: XCTestCase {
         XCTAssertEqual(failure?.format, .gif)
         XCTAssertEqual(failure?.stage, .header)
     }
+
+    // MARK: A still of an animation, and a stopped decode
+
+    /// `firstFrameOnly` decodes the first frame alone, as a still: the same
+    /// pixels as the animation's frame 0, counted alone against the frame
+    /// and pixel limits, and nothing after it read (a damaged second frame
+    /// does not fail it).
+    func testFirstFrameOnlyDecodesTheFirstFrameAlone() throws {
+        let frames: [GIFFrameSpec] = (0..<40).map { .filled(UInt8(1 + $0 % 3), width: 8, height: 8) }
+        let gif = try GIFWriter.encode(width: 8, height: 8, globalPalette: palette, frames: frames, loopCount: 0)
+        var options = DecodingOptions(maxFrames: 5)
+        options.firstFrameOnly = true
+        let still = try GIFDecoder().decode(gif, options: options)
+        XCTAssertEqual(still.frames.count, 1)
+        XCTAssertFalse(still.isAnimated)
+        let all = try GIFDecoder().decode(gif)
+        XCTAssertEqual(still.frames[0].pixels, all.frames[0].pixels)
+        // The first frame whole, the rest garbage: still decodes.
+        let firstEnds = try GIFWriter.encode(width: 8, height: 8, globalPalette: palette, frames: [frames[0]]).count - 1
+        var damaged = gif.prefix(firstEnds)
+        damaged.append(Data(repeating: 0x2C, count: 40))
+        XCTAssertEqual(try GIFDecoder().decode(damaged, options: options).frames.count, 1)
+        XCTAssertNil(try? GIFDecoder().decode(damaged), "the animation itself is damaged")
+    }
+
+    /// A still's cache key names it (`first-frame`), apart from the
+    /// animation's, and a still at full size is not the original.
+    func testFirstFrameOnlyIsPartOfTheCacheKey() {
+        let url = URL(string: "https://example.com/a.gif")!
+        var request = ImageRequest(url: url)
+        XCTAssertEqual(request.cacheKey.processing, "")
+        request.firstFrameOnly = true
+        XCTAssertEqual(request.cacheKey.processing, "first-frame")
+        XCTAssertFalse(ImageCacheKey.isFullSize(request.cacheKey.processing))
+        request.colorManagement = .off
+        XCTAssertEqual(request.cacheKey.processing, "first-frame-colour-off")
+        var thumbnail = ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 64, height: 64)))
+        thumbnail.firstFrameOnly = true
+        XCTAssertEqual(thumbnail.cacheKey.processing, "64x64-fit-fitcrops-first-frame")
+    }
+
+    /// A decode asked to stop (nobody waits for it) stops between frames,
+    /// with a failure that says so.
+    func testAStoppedDecodeStopsBetweenFrames() throws {
+        let frames: [GIFFrameSpec] = (0..<10).map { _ in .filled(1, width: 8, height: 8) }
+        let gif = try GIFWriter.encode(width: 8, height: 8, globalPalette: palette, frames: frames)
+        var options = DecodingOptions()
+        options.stop = DecodeStop()
+        options.stop?.stop()
+        let failure = assertDecodingFails { try GIFDecoder().decode(gif, options: options) }
+        XCTAssertEqual(failure?.isStopped, true)
+        XCTAssertTrue(failure?.reason.hasPrefix("stopped") == true)
+    }
 }
