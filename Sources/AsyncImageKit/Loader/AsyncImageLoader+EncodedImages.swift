@@ -54,8 +54,12 @@ extension AsyncImageLoader {
     ///
     /// The request's ``ImageRequest/cachePolicy``, URL policy and pixel
     /// limits apply as to a load. An animation is answered with its first
-    /// frame (no encoder here writes animations). Encoding runs on the
-    /// calling task.
+    /// frame (no encoder here writes animations): set
+    /// ``ImageRequest/firstFrameOnly`` so that only that frame is decoded.
+    /// Encoding runs on the calling task. The request's time limit
+    /// (``ImageRequest/timeout``, else the loader's
+    /// ``Configuration/requestTimeout``) covers the stored thumbnail's read
+    /// too, and what is left of it the load.
     ///
     /// - Parameters:
     ///   - request: what to load; a display size (``ImageRequest/init(url:sizing:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``)

@@ -126,9 +126,10 @@ public struct ImageRequest: Sendable, Hashable {
     /// ``LoadStage/diskRead``, ``LoadStage/transfer`` or
     /// ``LoadStage/decode``. Requests that share its transfer or its decode
     /// go on; if it was the last one, its queued entry is removed or its
-    /// transfer cancelled, as for a cancel (a decode already running is not
-    /// interrupted: its image is still cached, and its decoder is free
-    /// when it returns). A memory-cache hit is served at once and never
+    /// transfer cancelled, as for a cancel, and a decode already running
+    /// stops at its next checkpoint (16 rows of a JPEG or PNG, a frame of
+    /// an animation): nothing is cached and its decoder is free (a request
+    /// that joins meanwhile gets a decode of its own). A memory-cache hit is served at once and never
     /// times out; an outcome already decided (on its way to the delivery
     /// queue) is delivered as it is. A request without a limit costs
     /// nothing more; one with a limit, one timer.
