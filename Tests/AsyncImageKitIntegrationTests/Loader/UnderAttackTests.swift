@@ -77,6 +77,28 @@ final class UnderAttackTests: XCTestCase {
         }
     }
 
+    /// A real JPEG with 1.5 MB of metadata before its frame header (past
+    /// the probe's 1 MiB) still loads with previews on: the probe ends, the
+    /// decode reads the whole body.
+    func testAJPEGWithMoreThanAMebibyteOfMetadataStillLoads() async throws {
+        let jpeg = try JPEGEncoder(progressive: true).encode(SyntheticImage.photo(width: 120, height: 80))
+        var padded = Data(jpeg.prefix(2))
+        for _ in 0..<23 {  // 23 COM segments of 65,535 bytes
+            padded.append(contentsOf: [0xFF, 0xFE, 0xFF, 0xFF])
+            padded.append(Data(repeating: 0x20, count: 65_533))
+        }
+        padded.append(jpeg.dropFirst(2))
+        XCTAssertGreaterThan(padded.count, 1 << 20)
+        let server = try FaultServer(image: padded, contentType: "image/jpeg")
+        defer { server.stop() }
+        let loader = AsyncImageLoader(
+            cache: nil, concurrentLoads: 2, loadingTimeout: 30, deliveryQueue: queue, notificationCenter: nil)
+        var request = ImageRequest(url: server.imageURL())
+        request.wantsPreviews = true
+        let image = try await loader.image(for: request)
+        XCTAssertEqual(PixelSize(width: image.width, height: image.height), PixelSize(width: 120, height: 80))
+    }
+
     /// Below this, a delay is a shared 2-core machine's noise, not a stall.
     private static let noiseFloor = 1.0
 
