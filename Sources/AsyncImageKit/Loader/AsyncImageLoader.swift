@@ -361,7 +361,7 @@ extension AsyncImageLoader {
     public var activity: LoaderActivity {
         state.withLock {
             LoaderActivity(
-                queued: $0.slots.queue.count, inFlight: $0.slots.inFlight, peakInFlight: $0.slots.peakInFlight,
+                queued: $0.slots.queue.count + $0.slots.parkedLanes, inFlight: $0.slots.inFlight, peakInFlight: $0.slots.peakInFlight,
                 decoding: $0.decodes.running, pendingRequests: $0.requests.pendingCount,
                 delivered: $0.requests.deliveredCount, cancelled: $0.requests.cancelledCount)
         }
@@ -387,7 +387,9 @@ extension AsyncImageLoader {
 
 /// What an ``AsyncImageLoader`` is doing.
 public struct LoaderActivity: Sendable, Hashable {
-    /// Lanes waiting for a slot: a target's requests (per action), or one target-less request.
+    /// Lanes waiting for a slot: a target's requests (per action), or one
+    /// target-less request; those whose origin holds its share of the slots
+    /// (``AsyncImageLoader/Configuration/originShare``) included.
     public let queued: Int
     /// Loads holding a transfer slot (transferring, or holding a body for a decoder).
     public let inFlight: Int

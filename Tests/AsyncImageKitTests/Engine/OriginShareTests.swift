@@ -26,6 +26,8 @@ final class OriginShareTests: XCTestCase {
         await fulfillment(of: [h.transport.starts(3, self)], timeout: 10)
         XCTAssertEqual(h.transport.startedPaths, ["/a1.png", "/a2.png", "/b1.png"])
         XCTAssertEqual(h.transport.running.count, 3, "a slot free, and A's next waits for its origin")
+        XCTAssertEqual(h.loader.activity.queued, 2, "A's two waiting lanes")
+        XCTAssertEqual(h.loader.activity.inFlight, 3)
 
         h.transport.finish(a[0])
         await fulfillment(of: [h.transport.starts(4, self)], timeout: 10)

@@ -109,8 +109,17 @@ struct TransferSlots {
         }
     }
 
-    /// Parked lanes, those filed again since included (tests, the activity).
-    var parkedCount: Int { parked.values.reduce(0) { $0 + $1.count } }
+    /// Lanes parked now with something queued, each once: the activity's
+    /// snapshot (it walks the parked lanes; no engine step calls it).
+    var parkedLanes: Int {
+        var lanes = Set<ObjectIdentifier>()
+        for waiting in parked.values {
+            waiting.forEach { lane in
+                if lane.filed == nil, lane.queuedCount > 0 { lanes.insert(ObjectIdentifier(lane)) }
+            }
+        }
+        return lanes.count
+    }
 
     /// Files `lane` by its current rank, or takes it out when it has
     /// nothing queued: after anything that changes its queued requests.
@@ -233,6 +242,8 @@ struct ParkedLanes {
     var count: Int { lanes.count - head }
 
     mutating func append(_ lane: Lane) { lanes.append(lane) }
+
+    func forEach(_ body: (Lane) -> Void) { lanes[head...].forEach(body) }
 
     mutating func popFirst() -> Lane? {
         guard head < lanes.count else { return nil }
