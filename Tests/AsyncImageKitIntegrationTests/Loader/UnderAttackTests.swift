@@ -100,7 +100,7 @@ final class UnderAttackTests: XCTestCase {
     }
 
     /// Below this, a delay is a shared 2-core machine's noise, not a stall.
-    private static let noiseFloor = 1.0
+    private static let noiseFloor = 0.5
 
     // MARK: Finding B: slow origins
 
