@@ -129,6 +129,31 @@ final class HeaderProbeCostTests: XCTestCase {
         }
     }
 
+    /// Every corpus file (valid and broken PNG, JPEG and GIF), shown in
+    /// pieces with its length announced: the probe finds properties exactly
+    /// when the old probe (the whole prefix read again at each piece) did,
+    /// and they are the whole file's, as the loader keeps them.
+    func testTheCorpusGivesWhatTheOldProbeGave() throws {
+        let corpus = try Corpus.load()
+        var found = 0
+        for entry in corpus.entries {
+            let body = try corpus.data(entry)
+            guard body.count >= 16, body.count <= 1 << 20 else { continue }
+            let result = probe(body, piece: 1 + body.count / 7, expected: body.count)
+            let old = ImageFileProperties(prefix: body, readsColorProfile: false)
+            guard let properties = self.found(result.step) else {
+                XCTAssertNil(old, "\(entry.path): the probe gave up where the old one found properties")
+                continue
+            }
+            found += 1
+            XCTAssertNotNil(old, entry.path)
+            let kept = ImageFileProperties(prefix: body.prefix(result.at)) ?? properties
+            XCTAssertEqual(kept, ImageFileProperties(data: body), "\(entry.path): not the whole file's")
+            XCTAssertLessThanOrEqual(result.cost, 10 * body.count + 64, entry.path)
+        }
+        XCTAssertGreaterThan(found, 100)
+    }
+
     /// `jpeg` with COM segments of `bytes` in all right after its SOI.
     static func withComments(_ jpeg: Data, bytes: Int) -> Data {
         var padded = Data(jpeg.prefix(2))
