@@ -33,7 +33,8 @@ enum ProbeTarget {
                     let properties = ImageFileProperties(prefix: start) ?? found
                     probed = properties
                     guard properties == whole else {
-                        return "the first \(end) bytes give properties \(properties), the whole file \(String(describing: whole))"
+                        let file = String(describing: whole)
+                        return "the first \(end) bytes give properties \(properties), the whole file \(file)"
                     }
                 }
                 guard let properties = probed, properties.jpeg?.process == .progressive else { break }
