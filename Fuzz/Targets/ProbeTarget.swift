@@ -5,32 +5,46 @@ import Foundation
 enum ProbeTarget {
     /// The input arrives in pieces (their sizes drawn from the input itself)
     /// and each growing prefix goes through the probe as the loader's
-    /// transport thread runs it: ``ImageFileProperties`` until it reads the
-    /// header, then, for a progressive JPEG, the scan walker. The properties
-    /// a prefix gives must be the whole file's (the loader keeps the first
-    /// it gets), and every prefix the walker hands over must end where a
-    /// scan starts (`FF DA`).
+    /// transport thread runs it: ``HeaderProbe`` (its body's length
+    /// announced) until it reads the header, then, for a progressive JPEG,
+    /// the scan walker. The properties it finds must be the whole file's
+    /// (the loader keeps the first it gets); it must find them whenever
+    /// the whole file read as a prefix has them (it gives up on no body
+    /// the old probe, re-reading every prefix, would have read); and every
+    /// prefix the walker hands over must end where a scan starts (`FF DA`).
     static func run(_ data: Data) -> String? {
         let whole = ImageFileProperties(data: data)
         let handed = Handed()
         let watcher = PreviewWatcher(preview: { handed.append($0) }, dcComplete: { handed.append($0) })
         var random = SplitMix64(seed: UInt64(data.count) &* 0x9E37_79B9 ^ UInt64(data.last ?? 0))
+        let probe = HeaderProbe()
         var probed: ImageFileProperties?
+        var ended = false
         var end = 0
         while end < data.count {
             end = min(data.count, end + 1 + Int(random.next() % 2048))
             let start = Data(data.prefix(end))
-            if probed == nil {
-                // The loader's rule: 16 bytes in no format end the probe.
-                if start.count >= 16, ImageFormat.sniff(start) == nil { break }
-                guard let properties = ImageFileProperties(prefix: start) else { continue }
-                probed = properties
-                guard properties == whole else {
-                    return "the first \(end) bytes give properties \(properties), the whole file \(String(describing: whole))"
+            if probed == nil, !ended {
+                switch probe.look(at: start, expectedLength: data.count) {
+                case .needsMore: continue
+                case .ended: ended = true
+                case .found(let found):
+                    // As the loader keeps them: read again with the colour profile judged.
+                    let properties = ImageFileProperties(prefix: start) ?? found
+                    probed = properties
+                    guard properties == whole else {
+                        let file = String(describing: whole)
+                        return "the first \(end) bytes give properties \(properties), the whole file \(file)"
+                    }
                 }
-                guard properties.jpeg?.process == .progressive else { break }
+                guard let properties = probed, properties.jpeg?.process == .progressive else { break }
             }
             if !watcher.look(at: start) { break }
+        }
+        if probed == nil, data.count >= 16, data.count <= probe.limit, ImageFormat.sniff(data) != .webp,
+            ImageFileProperties(prefix: data, readsColorProfile: false) != nil
+        {
+            return "the probe found nothing in \(data.count) bytes whose whole gives properties"
         }
         for prefix in handed.prefixes {
             guard prefix.count >= 2, prefix.count + 1 < data.count, data.prefix(prefix.count) == prefix,

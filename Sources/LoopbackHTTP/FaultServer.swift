@@ -45,6 +45,13 @@ public enum Fault: Sendable {
     /// `body`, with its true `Content-Length`, written in `pieces` equal
     /// parts, `interval` seconds apart: a slow link. Stops when the client hangs up.
     case drip(Data, pieces: Int, interval: Double)
+    /// A response head that never ends: its status line, then one byte of
+    /// a header line every `interval` seconds, until the client hangs up
+    /// (a slowloris of responses).
+    case dripHead(interval: Double)
+    /// `HTTP/1.1 100 Continue` interim responses, one every `interval`
+    /// seconds, and never a final one, until the client hangs up.
+    case endlessInterim(interval: Double)
 }
 
 /// A loopback HTTP/1.1 server (a ``LoopbackServer`` on 127.0.0.1) that
@@ -163,6 +170,14 @@ public final class FaultServer: Sendable {
                 guard connection.write(body[offset..<end]) else { break }
                 offset = end
             }
+        case .dripHead(let interval):
+            guard connection.write("HTTP/1.1 200 OK\r\nX-Slow: ") else { return connection.close() }
+            // Pacing as the fault (a slow sender), not to order events.
+            repeat { Thread.sleep(forTimeInterval: interval) } while connection.write("a")
+            connection.close()
+        case .endlessInterim(let interval):
+            while connection.write("HTTP/1.1 100 Continue\r\n\r\n") { Thread.sleep(forTimeInterval: interval) }
+            connection.close()
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A bounds-checked view of bytes for the header parsers: every read is
 /// checked against the end (with overflow-safe arithmetic) and answers `nil`
 /// instead of trapping, so no input can crash a parser.
@@ -28,6 +30,13 @@ struct ByteView {
         guard let a = u16(offset, littleEndian: littleEndian), let b = u16(offset + 2, littleEndian: littleEndian)
         else { return nil }
         return littleEndian ? UInt32(a) | UInt32(b) << 16 : UInt32(a) << 16 | UInt32(b)
+    }
+
+    /// The offset of the first `byte` at or after `offset`, or `nil` (a `memchr`).
+    func firstIndex(of byte: UInt8, from offset: Int) -> Int? {
+        guard offset >= 0, offset < bytes.count, let base = bytes.baseAddress else { return nil }
+        guard let found = memchr(base + offset, Int32(byte), bytes.count - offset) else { return nil }
+        return base.distance(to: UnsafeRawPointer(found))
     }
 
     /// Whether the bytes at `offset` are `prefix`.

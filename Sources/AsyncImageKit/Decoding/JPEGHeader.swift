@@ -41,8 +41,13 @@ struct JPEGHeader {
         guard bytes.matches(0, [0xFF, 0xD8]) else { return }
         var offset = 2
         while let byte = bytes.u8(offset) {
-            // Extraneous bytes between segments: libjpeg skips to the next 0xFF (with a warning).
-            guard byte == 0xFF else { offset += 1; continue }
+            // Extraneous bytes between segments: libjpeg skips to the next 0xFF
+            // (with a warning). Found with `memchr`: a hostile body of
+            // megabytes of them costs milliseconds, not a byte-by-byte walk.
+            guard byte == 0xFF else {
+                offset = bytes.firstIndex(of: 0xFF, from: offset) ?? bytes.count
+                continue
+            }
             guard let marker = bytes.u8(offset + 1) else { return }
             if marker == 0xFF { offset += 1; continue }  // fill byte
             if marker == 0x00 || marker == 0x01 || (0xD0...0xD8).contains(marker) { offset += 2; continue }

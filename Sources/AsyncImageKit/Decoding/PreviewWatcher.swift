@@ -29,6 +29,10 @@ package final class PreviewWatcher: @unchecked Sendable {
     /// the segments before it (their payloads, EXIF thumbnails among them,
     /// may hold any bytes).
     private var scanned = 0
+    /// Where the walk to the first scan goes on at the next look: the walk
+    /// is not started over each time (it would cost the segments before
+    /// the scan again at every write callback).
+    private var segmentOffset = 2
     private var scans = 0
     private var made = 0
     private var lastTime = -Double.infinity
@@ -78,9 +82,14 @@ package final class PreviewWatcher: @unchecked Sendable {
     /// offset), reading the frame's component ids on the way; nil while
     /// they have not all arrived.
     private func firstScan(in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        var offset = 2
+        var offset = segmentOffset
+        defer { segmentOffset = offset }
         while offset + 4 <= bytes.count {
-            guard bytes[offset] == 0xFF else { return nil }
+            // Stray bytes between segments, which libjpeg (and `JPEGHeader`) skip.
+            guard bytes[offset] == 0xFF else {
+                offset = bytes[offset...].firstIndex(of: 0xFF) ?? bytes.count
+                continue
+            }
             let marker = bytes[offset + 1]
             if marker == 0xFF { offset += 1; continue }
             if marker == 0xDA { return offset }

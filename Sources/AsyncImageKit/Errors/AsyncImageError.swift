@@ -18,7 +18,10 @@ public enum AsyncImageError: Error, Sendable, Hashable, CustomStringConvertible 
     /// moment. Either the transfer did not finish within `seconds` of its
     /// start (``AsyncImageLoader/loadingTimeout``, or a ``DataLoader``'s
     /// ``TransportConfiguration/timeout``: stage ``LoadStage/transfer``,
-    /// for every request that shared the transfer), or the request did not
+    /// for every request that shared the transfer), or it stayed under the
+    /// low-speed limit for `seconds` (``TransportConfiguration/lowSpeedLimit``
+    /// for ``TransportConfiguration/lowSpeedTime``: the same stage; a server
+    /// that never answers or drips), or the request did not
     /// end within `seconds` of being made (``ImageRequest/timeout``, or
     /// ``AsyncImageLoader/Configuration/requestTimeout``: that request
     /// alone, in whichever stage it was). How the two combine:

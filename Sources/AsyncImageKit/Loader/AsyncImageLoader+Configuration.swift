@@ -32,8 +32,9 @@ extension AsyncImageLoader {
         /// ``ImageRequest/timeout``.
         public var requestTimeout: Duration?
         /// How transfers that fail for a passing reason (a connection
-        /// refused or reset before any reply, `502`, `503`, `504`, `429`, a
-        /// timeout before the body) are tried again, for requests that set
+        /// refused or reset before any reply, `502`, `503`, `504`, `429`; a
+        /// timeout only when the policy asks, ``RetryPolicy/retriesTimeouts``)
+        /// are tried again, for requests that set
         /// no ``ImageRequest/retryPolicy`` of their own (default
         /// ``RetryPolicy/standard``: twice, after about 250 ms and 500 ms;
         /// ``RetryPolicy/disabled``: never). The rule and the guarantees:
@@ -102,6 +103,20 @@ extension AsyncImageLoader {
         /// while visible requests wait (default 0.5, rounded down: one of two
         /// slots). With nothing visible waiting, prefetching may use every slot.
         public var prefetchShare: Double
+        /// The share of ``concurrentLoads`` that transfers to one origin
+        /// (scheme, host and port) may hold: at most ``concurrentLoads`` ×
+        /// `originShare` slots, rounded up, at least 1 (default 1: no cap;
+        /// ``service(memoryBudget:concurrentLoads:diskCache:)`` sets 0.5,
+        /// half the slots). A request whose origin holds its share waits,
+        /// even when slots are free, while requests to other origins go
+        /// ahead of it: the one exception to the queue's order
+        /// (``queueOrder``). So an origin that never answers, or drips its
+        /// answers, holds at most its share until the transport's limits end
+        /// its transfers (``TransportConfiguration/lowSpeedLimit``,
+        /// ``loadingTimeout``), and the other origins' requests keep the
+        /// rest. A service that loads from one origin only (an object store)
+        /// sets 1. Fixed for the loader's life.
+        public var originShare: Double = 1
         /// The order among waiting requests of equal priority, for transfer
         /// slots and then decoders (default ``QueueOrder/lifo``, for screens;
         /// ``QueueOrder/fifo`` for services). Fixed for the loader's life.

@@ -25,6 +25,7 @@ extension AsyncImageLoader.Configuration {
     /// | ``cache`` | ``AsyncImageLoader/sharedCache`` | an ``ImageCache`` of its own, ¾ of `memoryBudget` |
     /// | ``pixelPoolByteLimit`` | nil (the pool's own 256 MiB) | ¼ of `memoryBudget` |
     /// | ``concurrentLoads`` | 32 (``AsyncImageLoader/defaultConcurrentLoads``) | 8: each slot may hold a body waiting for a decoder |
+    /// | ``originShare`` | 1: one origin may hold every slot | 0.5: at most half the slots (rounded up) to one origin, while its other requests wait |
     ///
     /// **One memory budget.** Decoded images live in two places that keep
     /// memory after a request ends: the memory cache, and the
@@ -58,6 +59,10 @@ extension AsyncImageLoader.Configuration {
         configuration.queueOrder = .fifo
         configuration.httpCache = .shared
         configuration.pixelPoolByteLimit = pool
+        // One origin that never answers must not hold every slot while
+        // the other origins' requests wait (the one exception to first come,
+        // first served).
+        configuration.originShare = 0.5
         return configuration
     }
 }

@@ -74,8 +74,8 @@ import Logging
 ///   whichever stage it is; ``loadingTimeout`` bounds each transfer on its
 ///   own. Whichever passes first ends the request.
 /// - **Retries.** A transfer that fails for a passing reason (a connection
-///   refused or reset before any reply, `429`, `502`, `503`, `504`, a
-///   timeout before the body) is tried again after a short, growing wait
+///   refused or reset before any reply, `429`, `502`, `503`, `504`; not a
+///   timeout, unless the policy asks) is tried again after a short, growing wait
 ///   (``Configuration/retryPolicy``, ``ImageRequest/retryPolicy``), never
 ///   past a request's deadline; each try is an event and a log line (the
 ///   rule: ``RetryPolicy``).
@@ -226,6 +226,8 @@ extension AsyncImageLoader {
         set {
             mutate { state, effects in
                 state.slots.concurrentLoads = newValue
+                // The origins' shares follow: lanes parked for a full origin compete again.
+                state.slots.unparkAll()
                 self.pump(&state, &effects)
             }
         }
@@ -237,6 +239,13 @@ extension AsyncImageLoader {
     /// ``AsyncImageError/timedOut(_:seconds:stage:)`` at stage
     /// ``LoadStage/transfer``. Affects later transfers. Zero, a negative
     /// value, NaN or `.infinity` mean no time limit.
+    ///
+    /// It bounds a load that is loading, retries included: a transfer that
+    /// timed out is not tried again (unless its ``RetryPolicy`` asks, with
+    /// ``RetryPolicy/retriesTimeouts``), and it covers the connection's
+    /// set-up too (a server whose listen queue is full never completes a
+    /// connect). A stalled transfer may end sooner, at the transport's
+    /// low-speed limit (``TransportConfiguration/lowSpeedLimit``).
     ///
     /// It is the time limit of every transfer the loader makes: it replaces
     /// the transport's own ``TransportConfiguration/timeout``, whichever
@@ -352,7 +361,7 @@ extension AsyncImageLoader {
     public var activity: LoaderActivity {
         state.withLock {
             LoaderActivity(
-                queued: $0.slots.queue.count, inFlight: $0.slots.inFlight, peakInFlight: $0.slots.peakInFlight,
+                queued: $0.slots.queue.count + $0.slots.parkedLanes, inFlight: $0.slots.inFlight, peakInFlight: $0.slots.peakInFlight,
                 decoding: $0.decodes.running, pendingRequests: $0.requests.pendingCount,
                 delivered: $0.requests.deliveredCount, cancelled: $0.requests.cancelledCount)
         }
@@ -378,7 +387,9 @@ extension AsyncImageLoader {
 
 /// What an ``AsyncImageLoader`` is doing.
 public struct LoaderActivity: Sendable, Hashable {
-    /// Lanes waiting for a slot: a target's requests (per action), or one target-less request.
+    /// Lanes waiting for a slot: a target's requests (per action), or one
+    /// target-less request; those whose origin holds its share of the slots
+    /// (``AsyncImageLoader/Configuration/originShare``) included.
     public let queued: Int
     /// Loads holding a transfer slot (transferring, or holding a body for a decoder).
     public let inFlight: Int

@@ -21,14 +21,20 @@ import Foundation
 ///   `EHOSTUNREACH` is: a firewall's `icmp-host-prohibited`), reset or broken while the
 ///   request was sent or the answer awaited (55, 56), or closed without a
 ///   byte of reply (52), before any body byte arrived;
-/// - the transfer's timeout (``AsyncImageLoader/loadingTimeout``) before
-///   any body byte arrived (each try has the whole timeout: without a
-///   request deadline, a server that never answers holds a request for
-///   1 + ``maxRetries`` timeouts; ``AsyncImageLoader/Configuration/requestTimeout``
-///   bounds the whole);
 /// - the statuses `408`, `429`, `502`, `503` and `504`; `429` and `503`
 ///   with a `Retry-After` (delta-seconds, or an HTTP-date, counted from
 ///   the response's `Date` when it has one) wait as the server asked.
+///
+/// What is not retried unless asked for (``retriesTimeouts``): a transfer
+/// that timed out (``AsyncImageLoader/loadingTimeout``, or the transport's
+/// low-speed limit, ``TransportConfiguration/lowSpeedTime``). So
+/// ``AsyncImageLoader/loadingTimeout`` bounds a load: a request that is
+/// loading has its outcome within it, retries included (a server that
+/// never answers would otherwise hold the request, and its slot, for
+/// 1 + ``maxRetries`` timeouts: three minutes with the defaults). Browsers,
+/// OkHttp and Coil do not retry a read timeout either. With
+/// ``retriesTimeouts``, a timeout before any body byte arrived is retried
+/// as a connection failure is, each try with the whole timeout.
 ///
 /// What is never retried:
 /// - a transfer that found no route to the network
@@ -111,12 +117,20 @@ public struct RetryPolicy: Sendable, Hashable {
     /// than an image load has); nil ignores `Retry-After`, and the computed
     /// wait applies.
     public var maxRetryAfter: Duration?
+    /// Whether a transfer that timed out before any body byte arrived is
+    /// tried again (default false: ``AsyncImageLoader/loadingTimeout`` then
+    /// bounds the whole load). True gives each try the whole timeout, so a
+    /// server that never answers holds the request for 1 + ``maxRetries``
+    /// timeouts (``AsyncImageLoader/Configuration/requestTimeout`` can
+    /// bound the whole).
+    public var retriesTimeouts: Bool
 
     /// A policy; every parameter has the default described on its property.
     public init(
         maxRetries: Int = 2, baseDelay: Duration = .milliseconds(250), maxDelay: Duration = .seconds(2),
-        jitter: Jitter = .equal, maxRetryAfter: Duration? = .seconds(5)
+        jitter: Jitter = .equal, maxRetryAfter: Duration? = .seconds(5), retriesTimeouts: Bool = false
     ) {
+        self.retriesTimeouts = retriesTimeouts
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -125,9 +139,10 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// The default: 2 retries, 250 ms then 500 ms before equal jitter (so
-    /// 125-250 ms, then 250-500 ms), `Retry-After` honoured up to 5 s.
-    /// A failing image costs at most about three quarters of a second more,
-    /// which a brief outage or a dropped keep-alive connection needs.
+    /// 125-250 ms, then 250-500 ms), `Retry-After` honoured up to 5 s,
+    /// timeouts not retried. A failing image costs at most about three
+    /// quarters of a second more, which a brief outage or a dropped
+    /// keep-alive connection needs.
     public static let standard = RetryPolicy()
 
     /// No retries: the first failure is the request's. (Not named `none`:
@@ -175,7 +190,7 @@ extension RetryPolicy {
     var keyPart: String {
         let limit = maxRetryAfter.map { "\(RequestDeadline.seconds($0))" } ?? "-"
         return "\(maxRetries),\(RequestDeadline.seconds(baseDelay)),\(RequestDeadline.seconds(maxDelay)),"
-            + "\(jitter.rawValue),\(limit)"
+            + "\(jitter.rawValue),\(limit),\(retriesTimeouts ? "t" : "-")"
     }
 }
 
@@ -198,12 +213,13 @@ struct TransientFailure: Sendable, Equatable {
     /// some of the response's body was received (a connection failure or
     /// timeout then is not retried: the kept part is resumed instead).
     /// `now`: when the answer came (seconds since 1970), for a
-    /// `Retry-After` date.
-    init?(_ error: AsyncImageError, bodyArrived: Bool, now: Double) {
+    /// `Retry-After` date. `retriesTimeouts`: the policy's
+    /// ``RetryPolicy/retriesTimeouts`` (a timeout is transient only then).
+    init?(_ error: AsyncImageError, bodyArrived: Bool, now: Double, retriesTimeouts: Bool = false) {
         switch error {
         case .transport(_, let code, _) where Self.connectionCodes.contains(code) && !bodyArrived:
             retryAfter = nil
-        case .timedOut(_, _, .transfer) where !bodyArrived:
+        case .timedOut(_, _, .transfer) where retriesTimeouts && !bodyArrived:
             retryAfter = nil
         case .httpStatus(_, let code, let headers) where Self.statuses.contains(code):
             retryAfter = code == 429 || code == 503 ? Self.retryAfter(headers, now: now) : nil

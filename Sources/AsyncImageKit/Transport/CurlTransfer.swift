@@ -153,6 +153,10 @@ final class CurlTransfer: @unchecked Sendable {
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, max(0, configuration.maxRedirects)))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.connectMilliseconds(configuration.timeout)))
+        if let (limit, seconds) = Self.lowSpeed(configuration) {
+            set(aiv_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, limit))
+            set(aiv_curl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, seconds))
+        }
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_FAILONERROR, configuration.returnsAnyStatus ? 0 : 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
         set(aiv_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
@@ -242,6 +246,19 @@ final class CurlTransfer: @unchecked Sendable {
         guard seconds.isFinite, seconds > 0 else { return 0 }
         return max(1, Int(min(seconds * 1000, 1e15).rounded(.up)))
     }
+
+    /// libcurl's low-speed limit (bytes per second) and time (whole
+    /// seconds, rounded up) for `configuration`; nil when either is off.
+    static func lowSpeed(_ configuration: TransportConfiguration) -> (limit: Int, seconds: Int)? {
+        let time = configuration.lowSpeedTime
+        guard configuration.lowSpeedLimit > 0, time.isFinite, time > 0 else { return nil }
+        return (configuration.lowSpeedLimit, Int(min(time, 1e9).rounded(.up)))
+    }
+
+    /// libcurl's message for a transfer under the low-speed limit (7.88's
+    /// `Curl_speedcheck`): the one way to tell it from the overall timeout,
+    /// which has the same code (28).
+    static let lowSpeedMessagePrefix = "Operation too slow"
 
     /// libcurl's connect timeout for `seconds`: the same limit as the whole
     /// transfer. libcurl's own default (300 s) would otherwise apply to the
@@ -532,6 +549,10 @@ final class CurlTransfer: @unchecked Sendable {
                     headers: responseHeaders, httpVersion: httpVersion, connection: connection))
         case CURLE_HTTP_RETURNED_ERROR:
             return .failure(.httpStatus(finalURL, code: status, headers: responseHeaders))
+        case CURLE_OPERATION_TIMEDOUT where errorMessage(code).hasPrefix(Self.lowSpeedMessagePrefix):
+            // Stalled: under the low-speed limit for its whole time.
+            let seconds = Self.lowSpeed(configuration).map { Double($0.seconds) } ?? configuration.lowSpeedTime
+            return .failure(.timedOut(url, seconds: seconds, stage: .transfer))
         case CURLE_OPERATION_TIMEDOUT:
             return .failure(.timedOut(url, seconds: configuration.timeout, stage: .transfer))
         case CURLE_FILESIZE_EXCEEDED:

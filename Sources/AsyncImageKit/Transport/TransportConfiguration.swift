@@ -16,6 +16,33 @@ public struct TransportConfiguration: Sendable, Hashable {
     /// initializer made the loader. (A request's whole time, queue and
     /// decode included: ``ImageRequest/timeout``.)
     public var timeout: Double
+    /// The low-speed limit, in bytes per second (default 100,
+    /// ``defaultLowSpeedLimit``): a transfer that receives less than this,
+    /// on average, for ``lowSpeedTime`` seconds in a row ends with
+    /// ``AsyncImageError/timedOut(_:seconds:stage:)`` at stage
+    /// ``LoadStage/transfer``, its `seconds` ``lowSpeedTime`` (libcurl's
+    /// `CURLOPT_LOW_SPEED_LIMIT`). Zero or less: no limit.
+    ///
+    /// It ends what the overall timeout would only end much later: a server
+    /// that accepts the request and never answers, or drips its answer a
+    /// byte at a time, holding one of the loader's
+    /// ``AsyncImageLoader/concurrentLoads`` slots (and a connection) all
+    /// along. It counts from the request's sending (a connection's set-up
+    /// is bounded by the timeout) and applies to a loader's transfers too
+    /// (the timeout is replaced by ``AsyncImageLoader/loadingTimeout``,
+    /// this is not). Like any timeout, it is not retried by default (see
+    /// ``RetryPolicy/retriesTimeouts``).
+    public var lowSpeedLimit: Int
+    /// Seconds a transfer may stay under ``lowSpeedLimit`` (default 10,
+    /// ``defaultLowSpeedTime``: OkHttp's read timeout; a healthy server
+    /// answers an image far sooner), rounded up to whole seconds (libcurl's
+    /// `CURLOPT_LOW_SPEED_TIME`). Zero, a negative value, NaN or `.infinity`:
+    /// no limit.
+    public var lowSpeedTime: Double
+    /// 100 bytes per second: a server that answers at all sends far more.
+    public static let defaultLowSpeedLimit = 100
+    /// 10 seconds.
+    public static let defaultLowSpeedTime = 10.0
     /// The most body bytes accepted (after content decoding), enforced while
     /// the body streams in, with or without `Content-Length`. Default 50 MB.
     /// One byte more fails with ``AsyncImageError/bodyTooLarge(_:limit:)``
@@ -119,8 +146,12 @@ public struct TransportConfiguration: Sendable, Hashable {
         headers: [String: String] = ["Accept": TransportConfiguration.defaultAccept],
         certificateAuthorities: URL? = nil, allowsHTTP2: Bool = true, maxHeaderSize: Int = 65_536,
         urlPolicy: URLPolicy = .unrestricted, proxy: ProxyConfiguration = .environment,
-        maxConnectionsPerHost: Int = TransportConfiguration.defaultMaxConnectionsPerHost
+        maxConnectionsPerHost: Int = TransportConfiguration.defaultMaxConnectionsPerHost,
+        lowSpeedLimit: Int = TransportConfiguration.defaultLowSpeedLimit,
+        lowSpeedTime: Double = TransportConfiguration.defaultLowSpeedTime
     ) {
+        self.lowSpeedLimit = lowSpeedLimit
+        self.lowSpeedTime = lowSpeedTime
         self.proxy = proxy
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.maxHeaderSize = maxHeaderSize

@@ -146,12 +146,32 @@ final class RetryScheduleTests: XCTestCase {
         XCTAssertEqual(events.retries.map(\.delay), [0.02, 0.04])
     }
 
-    /// A timeout before the first byte is tried again: the held first try
-    /// times out (the loader's `loadingTimeout`), the second is answered.
-    func testATimeoutBeforeTheFirstByteIsRetried() async throws {
+    /// A timeout is not tried again by default: `loadingTimeout` bounds the
+    /// load, retries included (one try, one timeout).
+    func testATimeoutIsNotRetriedByDefault() async throws {
+        let server = try serve([.body(Self.png), .body(Self.png)], holding: [0])
+        let (loader, events) = makeLoader(RetryPolicy(baseDelay: .milliseconds(20), jitter: .none), loadingTimeout: 0.3)
+        let url = server.url
+        let began = ProcessInfo.processInfo.systemUptime
+        do {
+            _ = try await loader.image(for: url)
+            XCTFail("expected the timeout")
+        } catch let error as AsyncImageError {
+            XCTAssertEqual(error, .timedOut(url, seconds: 0.3, stage: .transfer))
+        }
+        XCTAssertLessThan(ProcessInfo.processInfo.systemUptime - began, 0.3 + 1, "within the timeout and a margin")
+        server.release(0)
+        XCTAssertEqual(events.retries.count, 0)
+        XCTAssertEqual(server.arrivals.count, 1)
+    }
+
+    /// Asked for (`retriesTimeouts`), a timeout before the first byte is
+    /// tried again: the held first try times out (the loader's
+    /// `loadingTimeout`), the second is answered.
+    func testATimeoutBeforeTheFirstByteIsRetriedWhenAsked() async throws {
         let server = try serve([.body(Self.png), .body(Self.png)], holding: [0])
         let (loader, events) = makeLoader(
-            RetryPolicy(baseDelay: .milliseconds(20), jitter: .none), loadingTimeout: 0.3)
+            RetryPolicy(baseDelay: .milliseconds(20), jitter: .none, retriesTimeouts: true), loadingTimeout: 0.3)
         let url = server.url
         _ = try await loader.image(for: url)
         server.release(0)

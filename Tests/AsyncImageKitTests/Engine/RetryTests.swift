@@ -27,18 +27,23 @@ final class RetryTests: XCTestCase {
 
     func testTheRuleSaysWhichFailuresAreTransient() {
         let url = Self.url
-        func passes(_ error: AsyncImageError, body: Bool = false) -> Bool {
-            TransientFailure(error, bodyArrived: body, now: 0) != nil
+        func passes(_ error: AsyncImageError, body: Bool = false, timeouts: Bool = false) -> Bool {
+            TransientFailure(error, bodyArrived: body, now: 0, retriesTimeouts: timeouts) != nil
         }
         // Connection refused, broken while sending or receiving, closed with no reply.
         for code in [7, 52, 55, 56] {
             XCTAssertTrue(passes(.transport(url, code: code, message: "")), "curl \(code)")
             XCTAssertFalse(passes(.transport(url, code: code, message: ""), body: true), "curl \(code) after body bytes")
         }
-        XCTAssertTrue(passes(.timedOut(url, seconds: 60, stage: .transfer)))
-        XCTAssertFalse(passes(.timedOut(url, seconds: 60, stage: .transfer), body: true), "resumed, not retried")
+        // A timed-out transfer: only when the policy asks (the loading timeout bounds a load).
+        XCTAssertFalse(passes(.timedOut(url, seconds: 60, stage: .transfer)), "not retried by default")
+        XCTAssertTrue(passes(.timedOut(url, seconds: 60, stage: .transfer), timeouts: true))
+        XCTAssertFalse(
+            passes(.timedOut(url, seconds: 60, stage: .transfer), body: true, timeouts: true), "resumed, not retried")
+        XCTAssertFalse(RetryPolicy.standard.retriesTimeouts)
+        XCTAssertNotEqual(RetryPolicy.standard.keyPart, RetryPolicy(retriesTimeouts: true).keyPart)
         for stage in [LoadStage.queued, .diskRead, .decode] {
-            XCTAssertFalse(passes(.timedOut(url, seconds: 1, stage: stage)), "a request's own deadline")
+            XCTAssertFalse(passes(.timedOut(url, seconds: 1, stage: stage), timeouts: true), "a request's own deadline")
         }
         for code in [408, 429, 502, 503, 504] {
             XCTAssertTrue(passes(.httpStatus(url, code: code)), "\(code)")

@@ -101,36 +101,44 @@ extension AsyncImageLoader {
         // Whether body bytes arrived, for the retry rule: the head is
         // reported with the first of them (transport thread; a lock for Sendable).
         let bodyArrived = Locked(false)
-        if watcher != nil {
-            observer.progress = { _, total in expected.withLock { $0 = total } }
-        }
+        // The body's length when announced: for the DC's early end, and
+        // for the probe (a format read at the body's end tries there).
+        observer.progress = { _, total in expected.withLock { $0 = total } }
         let watchesHead = watcher != nil
         observer.responseHead = { received in
             bodyArrived.withLock { $0 = true }
             if watchesHead { head.withLock { $0 = received } }
         }
         let probed = Locked(false)  // transport thread only; a lock for Sendable
-        observer.bodyStartLimit = watcher == nil ? DataTransferObserver().bodyStartLimit : Int.max
+        // The probe reads at most its limit (1 MiB), watcher or not (see
+        // `HeaderProbe`: linear in what it is shown); only the watcher of a
+        // progressive JPEG's scans, once the probe found one, sees the rest.
+        let probe = HeaderProbe()
+        observer.bodyStartLimit = watcher == nil ? probe.limit : Int.max
         // Not for a resumed transfer: its bytes do not start at the file's start.
         if !resumes {
             observer.bodyStart = { [weak self] start in
                 guard let self else { return false }
                 var wantsMore = false
                 if !probed.withLock({ $0 }) {
-                    // Not an image format at all: nothing to probe or watch.
-                    if start.count >= 16, ImageFormat.sniff(start) == nil { return false }
-                    // Only once they are the whole file's (a JPEG's at its first scan).
-                    // Read again off this thread with the colour profile judged
-                    // (see `ImageFileProperties(prefix:readsColorProfile:)`).
-                    if let properties = ImageFileProperties(prefix: start, readsColorProfile: false) {
+                    // Only once they are the whole file's (a JPEG's at its first
+                    // scan). Not an image, malformed, or past the limit: nothing
+                    // to probe or watch (the properties are read from the whole
+                    // body, before its decode).
+                    switch probe.look(at: start, expectedLength: expected.withLock { $0 }) {
+                    case .ended:
+                        return false
+                    case .needsMore:
+                        wantsMore = true
+                    case .found(let properties):
                         probed.withLock { $0 = true }
+                        // Read again off this thread with the colour profile judged
+                        // (see `ImageFileProperties(prefix:readsColorProfile:)`).
                         self.timerQueue.async {
                             self.propertiesKnown(job, ImageFileProperties(prefix: start) ?? properties)
                         }
                         // Scans only for a progressive JPEG.
                         guard let coding = properties.jpeg, coding.process == .progressive else { return false }
-                    } else {
-                        wantsMore = true
                     }
                 }
                 if let watcher, probed.withLock({ $0 }) { wantsMore = watcher.look(at: start) || wantsMore }

@@ -21,7 +21,8 @@ extension AsyncImageLoader {
         let job = transfer.job
         let policy = job.retryPolicy
         guard policy.maxRetries > 0, attempt.isIdempotent,
-            let failure = TransientFailure(error, bodyArrived: attempt.bodyArrived, now: responseTime)
+            let failure = TransientFailure(
+                error, bodyArrived: attempt.bodyArrived, now: responseTime, retriesTimeouts: policy.retriesTimeouts)
         else { return false }
         return mutate { state, effects -> Bool in
             // Not this transfer's job any more, or nobody waits for it: the

@@ -34,6 +34,13 @@ extension AsyncImageLoader {
                 state.slots.refile(lane)
                 continue
             }
+            // Its origin holds its share of the slots: the lane waits out of
+            // the queue, and is filed again when that origin gives one back
+            // (see `TransferSlots`); the lanes behind it go ahead.
+            if let origin = state.slots.fullOrigin(for: job) {
+                state.slots.park(lane, for: origin)
+                continue
+            }
             requests.removeAll { $0.state != .pending }
             // Reported before the transfer's first step is handed on (the
             // disk lookup, after the lock), so `.loading` reaches the event

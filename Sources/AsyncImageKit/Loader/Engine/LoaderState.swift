@@ -63,7 +63,7 @@ struct LoaderState {
         jobs = JobTable(accept: accept)
         slots = TransferSlots(
             concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare,
-            order: configuration.queueOrder)
+            order: configuration.queueOrder, originShare: configuration.originShare)
         decodes = DecodeScheduler(order: configuration.queueOrder)
         network = NetworkState(watches: configuration.reachability != nil)
         loadingTimeout = configuration.loadingTimeout

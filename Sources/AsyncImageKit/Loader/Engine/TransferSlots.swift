@@ -1,3 +1,5 @@
+import Foundation
+
 /// The transfer stage's slots: the queue of lanes waiting (``TransferQueue``)
 /// and the `concurrentLoads` slots of the jobs transferring. A job takes a
 /// slot when it starts and gives it back once (``release(of:)``): when its
@@ -37,11 +39,86 @@ struct TransferSlots {
     /// set was full, in the order they came, each with what starts its
     /// transfer once it holds a slot of the online set.
     private var waitingForNetwork: [(id: ObjectIdentifier, resume: @Sendable () -> Void)] = []
+    /// The share of the slots one origin may hold (see ``originCap``).
+    var originShare: Double
+    /// Slots held per origin (only URLs with a host: not `file`).
+    private var heldByOrigin: [String: Int] = [:]
+    /// Lanes parked per origin, in the order they reached the front (some
+    /// may be filed again since, or have nothing queued: skipped then).
+    private var parked: [String: ParkedLanes] = [:]
 
-    init(concurrentLoads: Int, prefetchShare: Double, order: QueueOrder) {
+    init(concurrentLoads: Int, prefetchShare: Double, order: QueueOrder, originShare: Double = 1) {
         self.concurrentLoads = max(1, concurrentLoads)
         self.prefetchShare = prefetchShare
+        self.originShare = originShare
         queue = TransferQueue(order: order)
+    }
+
+    /// The most slots one origin may hold: ``concurrentLoads`` ×
+    /// ``originShare``, rounded up, at least 1 (a share that is not a number
+    /// in 0...1 counts as 1: no cap).
+    var originCap: Int {
+        let share = originShare.isFinite ? min(1, max(0, originShare)) : 1
+        return max(1, Int((Double(concurrentLoads) * share).rounded(.up)))
+    }
+
+    /// `scheme://host:port` of `url`, the unit of ``originCap``; nil for a
+    /// URL without a host (`file`), which no origin's share counts.
+    static func origin(of url: URL) -> String? {
+        guard let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    /// The origin whose share `job` would pass if it started now; nil when it may start.
+    func fullOrigin(for job: LoadJob) -> String? {
+        guard originCap < concurrentLoads, let origin = Self.origin(of: job.url),
+            heldByOrigin[origin, default: 0] >= originCap
+        else { return nil }
+        return origin
+    }
+
+    /// `lane` (taken out of the queue) waits for a slot of `origin`.
+    mutating func park(_ lane: Lane, for origin: String) {
+        parked[origin, default: ParkedLanes()].append(lane)
+    }
+
+    /// Files back the first parked lane of `origin` that still waits,
+    /// now that the origin is under its share.
+    private mutating func unpark(_ origin: String) {
+        guard var lanes = parked.removeValue(forKey: origin) else { return }
+        while let lane = lanes.popFirst() {
+            // Filed again since it was parked (a change of its rank), or nothing left to queue.
+            guard lane.filed == nil else { continue }
+            queue.refile(lane)
+            if lane.filed != nil { break }
+        }
+        if !lanes.isEmpty { parked[origin] = lanes }
+    }
+
+    /// Files back every parked lane (the share or the slots changed).
+    mutating func unparkAll() {
+        let all = parked
+        parked = [:]
+        for lanes in all.values {
+            var lanes = lanes
+            while let lane = lanes.popFirst() {
+                if lane.filed == nil { queue.refile(lane) }
+            }
+        }
+    }
+
+    /// Lanes parked now with something queued, each once: the activity's
+    /// snapshot (it walks the parked lanes; no engine step calls it).
+    var parkedLanes: Int {
+        var lanes = Set<ObjectIdentifier>()
+        for waiting in parked.values {
+            waiting.forEach { lane in
+                if lane.filed == nil, lane.queuedCount > 0 { lanes.insert(ObjectIdentifier(lane)) }
+            }
+        }
+        return lanes.count
     }
 
     /// Files `lane` by its current rank, or takes it out when it has
@@ -62,6 +139,7 @@ struct TransferSlots {
         peakInFlight = max(peakInFlight, inFlight)
         holding[ObjectIdentifier(job)] = job
         if offline { offlineHolders.insert(ObjectIdentifier(job)) }
+        if let origin = Self.origin(of: job.url) { heldByOrigin[origin, default: 0] += 1 }
     }
 
     /// The one place a slot is given back.
@@ -70,6 +148,10 @@ struct TransferSlots {
         offlineHolders.remove(ObjectIdentifier(job))
         waitingForNetwork.removeAll { $0.id == ObjectIdentifier(job) }
         inFlight -= 1
+        if let origin = Self.origin(of: job.url), let held = heldByOrigin[origin] {
+            heldByOrigin[origin] = held > 1 ? held - 1 : nil
+            if held - 1 < originCap { unpark(origin) }
+        }
     }
 
     /// Slots of the online set held (what may be on the network).
@@ -134,6 +216,7 @@ struct TransferSlots {
         defer {
             (holding, offlineHolders, queue, inFlight) = ([:], [], TransferQueue(order: queue.order), 0)
             waitingForNetwork = []
+            (heldByOrigin, parked) = ([:], [:])
         }
         return Array(holding.values)
     }
@@ -146,5 +229,32 @@ struct TransferSlots {
     private var prefetchCap: Int {
         let share = prefetchShare.isFinite ? min(1, max(0, prefetchShare)) : 1
         return Int((Double(concurrentLoads) * share).rounded(.down))
+    }
+}
+
+/// Lanes parked for one origin, first in, first out (a head index over an
+/// array, compacted as it is consumed: O(1) amortized).
+struct ParkedLanes {
+    private var lanes: [Lane] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == lanes.count }
+    var count: Int { lanes.count - head }
+
+    mutating func append(_ lane: Lane) { lanes.append(lane) }
+
+    func forEach(_ body: (Lane) -> Void) { lanes[head...].forEach(body) }
+
+    mutating func popFirst() -> Lane? {
+        guard head < lanes.count else { return nil }
+        let lane = lanes[head]
+        head += 1
+        if head == lanes.count {
+            (lanes, head) = ([], 0)
+        } else if head >= 64, head * 2 >= lanes.count {
+            lanes.removeFirst(head)
+            head = 0
+        }
+        return lane
     }
 }
