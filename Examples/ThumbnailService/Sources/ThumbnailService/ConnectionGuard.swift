@@ -24,7 +24,8 @@ struct ConnectionLimits: Sendable {
     /// From a connection's accept, or from a request's first byte after an
     /// idle wait, to the end of its request head.
     var headerTimeout: TimeAmount
-    /// From the end of a response to the next request's first byte.
+    /// From the end of a response to the next request's first byte; also
+    /// how long a client may read nothing of a response being written.
     var idleTimeout: TimeAmount
     /// Open connections at most; see ``ConnectionLimiter``.
     var maxConnections: Int
@@ -66,6 +67,7 @@ final class ConnectionLimiter: Sendable {
     private let shedCounter: Counter
     private let headerTimeoutCounter: Counter
     private let idleTimeoutCounter: Counter
+    private let readingTimeoutCounter: Counter
 
     init(name: String, limits: ConnectionLimits, logger: Logger) {
         self.name = name
@@ -77,6 +79,7 @@ final class ConnectionLimiter: Sendable {
         shedCounter = Counter(label: "thumbnail_connections_shed_total", dimensions: dimensions)
         headerTimeoutCounter = Counter(label: "thumbnail_connections_header_timeout_total", dimensions: dimensions)
         idleTimeoutCounter = Counter(label: "thumbnail_connections_idle_timeout_total", dimensions: dimensions)
+        readingTimeoutCounter = Counter(label: "thumbnail_connections_send_timeout_total", dimensions: dimensions)
     }
 
     /// Registers a new connection (waiting for its first request head) and
@@ -158,8 +161,12 @@ final class ConnectionLimiter: Sendable {
         return (limit, victims.count)
     }
 
-    func timedOut(idle: Bool) {
-        (idle ? idleTimeoutCounter : headerTimeoutCounter).increment()
+    func timedOut(_ deadline: ConnectionGuard.Deadline) {
+        switch deadline {
+        case .head: headerTimeoutCounter.increment()
+        case .idle: idleTimeoutCounter.increment()
+        case .reading: readingTimeoutCounter.increment()
+        }
     }
 
     /// Open connections now (for the log and tests).
@@ -175,8 +182,12 @@ final class ConnectionLimiter: Sendable {
 ///   that follows an idle wait; closed after the header timeout. Bytes that
 ///   trickle in do not extend it (a slowloris sending a byte a second is
 ///   closed like a silent client).
-/// - busy: a head arrived; no timer here (the request has the loader's own
-///   `--timeout`, and a response being written is not idleness).
+/// - busy: a head arrived. No timer while the response is being made (the
+///   request has the loader's own `--timeout`), but one while the client
+///   reads none of it: the channel unwritable (NIO's buffer over its high
+///   watermark, the socket's full) for the idle timeout closes it, as
+///   nginx's `send_timeout` does. Without it a client that pipelines
+///   requests and never reads held its connection for ever.
 /// - idle: its responses are written and no byte of a next request has
 ///   come; closed after the idle timeout.
 ///
@@ -194,10 +205,15 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         case closed
     }
 
+    /// What a timer waits for; it closes the connection if that is still so when it fires.
+    enum Deadline {
+        case head, idle, reading
+    }
+
     private let limiter: ConnectionLimiter
     private var phase = Phase.new
     private var id: Int?
-    private var timer: Scheduled<Void>?
+    private var timer: (deadline: Deadline, task: Scheduled<Void>)?
 
     init(limiter: ConnectionLimiter) {
         self.limiter = limiter
@@ -221,16 +237,21 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         }
         self.id = id
         phase = .awaitingHead
-        schedule(context, after: limiter.limits.headerTimeout, idle: false)
+        schedule(.head, context)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .idle = phase {
             // The first byte of the next request: its head must now arrive in time.
             phase = .awaitingHead
-            schedule(context, after: limiter.limits.headerTimeout, idle: false)
+            schedule(.head, context)
         }
         context.fireChannelRead(data)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if case .busy = phase { watchReading(context) }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -243,21 +264,20 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func finish() {
-        timer?.cancel()
-        timer = nil
+        cancelTimer()
         phase = .closed
         if let id { limiter.closed(id) }
         id = nil
     }
 
     /// Called by ``RequestBoundaryObserver`` when the decoder produced a request head.
-    func requestHeadArrived() {
+    func requestHeadArrived(_ context: ChannelHandlerContext) {
         switch phase {
         case .awaitingHead, .idle, .new:
-            timer?.cancel()
-            timer = nil
+            cancelTimer()
             phase = .busy(requests: 1)
             if let id { limiter.busy(id) }
+            watchReading(context)
         case .busy(let requests):
             phase = .busy(requests: requests + 1)  // pipelined
         case .closed:
@@ -274,26 +294,45 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         }
         phase = .idle
         if let id { limiter.waiting(id) }
-        schedule(context, after: limiter.limits.idleTimeout, idle: true)
+        schedule(.idle, context)
     }
 
-    private func schedule(_ context: ChannelHandlerContext, after delay: TimeAmount, idle: Bool) {
-        timer?.cancel()
+    /// While busy: a timer runs exactly while the client reads nothing of what is written.
+    private func watchReading(_ context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            if timer?.deadline == .reading { cancelTimer() }
+        } else if timer?.deadline != .reading {
+            schedule(.reading, context)
+        }
+    }
+
+    private func cancelTimer() {
+        timer?.task.cancel()
+        timer = nil
+    }
+
+    private func schedule(_ deadline: Deadline, _ context: ChannelHandlerContext) {
+        cancelTimer()
         let channel = context.channel
         let limiter = self.limiter
-        // The handler and its context are used on the channel's event loop only.
+        // The handler is used on the channel's event loop only.
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: delay) {
+        let delay = deadline == .head ? limiter.limits.headerTimeout : limiter.limits.idleTimeout
+        let task = context.eventLoop.scheduleTask(in: delay) {
             let handler = loopBound.value
             handler.timer = nil
-            switch handler.phase {
-            case .awaitingHead where !idle, .idle where idle:
-                limiter.timedOut(idle: idle)
+            let expired: Bool
+            switch (deadline, handler.phase) {
+            case (.head, .awaitingHead), (.idle, .idle): expired = true
+            case (.reading, .busy): expired = !channel.isWritable
+            default: expired = false  // a head arrived or a response ended meanwhile
+            }
+            if expired {
+                limiter.timedOut(deadline)
                 channel.close(promise: nil)
-            default:
-                break  // a head arrived or a response ended meanwhile
             }
         }
+        timer = (deadline, task)
     }
 }
 
@@ -316,7 +355,7 @@ final class RequestBoundaryObserver: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) { connectionGuard?.requestHeadArrived() }
+        if case .head = unwrapInboundIn(data) { connectionGuard?.requestHeadArrived(context) }
         context.fireChannelRead(data)
     }
 
