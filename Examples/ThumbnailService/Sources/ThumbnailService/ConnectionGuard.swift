@@ -51,8 +51,10 @@ final class ConnectionLimiter: Sendable {
     private let logger: Logger
 
     private struct State {
-        /// ``ConnectionLimits/maxConnections``, lowered if descriptors ever run out.
+        /// ``ConnectionLimits/maxConnections``, lowered for a while when descriptors run out.
         var limit: Int
+        /// Until when `limit` is lowered.
+        var loweredUntil = NIODeadline.distantPast
         var nextID = 0
         /// Every open connection (accepted, not yet inactive), by id.
         var open: [Int: any Channel] = [:]
@@ -88,6 +90,9 @@ final class ConnectionLimiter: Sendable {
     func opened(_ channel: any Channel) -> Int? {
         let (id, victim, count) = state.withLock { state -> (Int?, (any Channel)?, Int) in
             var victim: (any Channel)?
+            if state.limit < limits.maxConnections, state.loweredUntil < .now() {
+                state.limit = limits.maxConnections  // tried again; lowered again if descriptors still run out
+            }
             if state.open.count - state.closing.count >= state.limit {
                 // Make room: the connection that has waited longest for a head.
                 guard let oldest = state.waiting.min(by: { $0.value < $1.value })?.key else {
@@ -137,13 +142,16 @@ final class ConnectionLimiter: Sendable {
 
     /// Descriptors ran out (`accept` failed with `EMFILE` or `ENFILE`) although
     /// this listener was under its limit: something else holds descriptors
-    /// (or the limit was lowered under the running process). From now on the
-    /// limit is `margin` below the connections open now, and the oldest
+    /// (or the limit was lowered under the running process). For `period`
+    /// the limit is `margin` below the connections open now, and the oldest
     /// waiting connections are closed to get there, so that the connections
     /// waiting in the kernel's backlog can be accepted (each one then makes
-    /// room as at the limit). Returns the new limit and the connections closed.
-    func descriptorsRanOut(margin: Int = 32) -> (limit: Int, closed: Int) {
+    /// room as at the limit). Then the configured limit is tried again: a
+    /// shortage that has passed costs nothing more, one that lasts costs one
+    /// more pause. Returns the new limit and the connections closed.
+    func descriptorsRanOut(margin: Int = 32, period: TimeAmount = .seconds(30)) -> (limit: Int, closed: Int) {
         let (limit, victims) = state.withLock { state -> (Int, [any Channel]) in
+            state.loweredUntil = .now() + period
             state.limit = max(1, min(state.limit, state.open.count - state.closing.count - margin))
             let excess = state.open.count - state.closing.count - state.limit
             guard excess > 0 else { return (state.limit, []) }
@@ -168,9 +176,6 @@ final class ConnectionLimiter: Sendable {
         case .reading: readingTimeoutCounter.increment()
         }
     }
-
-    /// Open connections now (for the log and tests).
-    var openCount: Int { state.withLock { $0.open.count } }
 }
 
 /// The first handler of each connection's pipeline (before the HTTP decoder,
@@ -422,7 +427,7 @@ extension HTTPServerBuilder {
 /// such an error (which unregisters the socket from epoll), turns it back
 /// on after `pause`, and has the public listener's ``ConnectionLimiter``
 /// close its oldest waiting connections and keep below the count at which
-/// descriptors ran out, so that the backlog can then be accepted.
+/// descriptors ran out for 30 s, so that the backlog can then be accepted.
 final class AcceptPause: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = any Channel
     typealias InboundOut = any Channel
@@ -441,6 +446,7 @@ final class AcceptPause: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // EMFILE and ENFILE, and ENOBUFS and ENOMEM, which NIO also treats as recoverable on accept.
         if let error = error as? IOError, [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(error.errnoCode), !paused {
             paused = true
             pauses.increment()
@@ -448,7 +454,7 @@ final class AcceptPause: ChannelInboundHandler, RemovableChannelHandler {
             let (limit, closed) = drain.descriptorsRanOut()
             logger.warning("""
                 accept: \(error.description); accepting paused for \(pause.nanoseconds / 1_000_000) ms, \
-                \(closed) idle connections closed, at most \(limit) connections from now on
+                \(closed) idle connections closed, at most \(limit) connections for 30 s
                 """)
             let channel = context.channel
             let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
