@@ -45,7 +45,8 @@ struct Routes: Sendable {
         if endpoints.contains(.operations) {
             paths += ["healthz", "metrics", "budget"]
         }
-        // Before the routes: Hummingbird applies a middleware to the routes added after it.
+        // A known path asked with another method has no route: Hummingbird
+        // hands it to its 404 responder, which every middleware wraps.
         router.add(middleware: AllowedMethods(paths: Set(paths)))
         if endpoints.contains(.thumbnails) {
             router.get("thumb") { request, context in try await thumbnail(request, context) }

@@ -39,7 +39,7 @@ struct ThumbnailService: AsyncParsableCommand {
     var allowLoopbackOrigin = false
     @Flag(help: "Check no signature: local testing only.")
     var unsigned = false
-    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may wait between requests before it is closed.")
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may wait between requests, or read nothing of a response, before it is closed.")
     var idleTimeout: Double = 60
     @Option(name: .customLong("header-timeout"),
             help: "Seconds a connection may take to send a request head, from its accept or from the request's first byte.")
@@ -64,8 +64,9 @@ struct ThumbnailService: AsyncParsableCommand {
         guard (1...65535).contains(port), memoryBudgetMB >= 0, cacheSizeMB > 0, concurrentLoads > 0, timeout > 0 else {
             throw ValidationError("--port, --memory-budget-mb, --cache-size-mb, --concurrent-loads or --timeout: out of range")
         }
-        guard idleTimeout > 0, headerTimeout > 0, maxConnections > 0 else {
-            throw ValidationError("--idle-timeout, --header-timeout and --max-connections must be above 0")
+        // A day at most: the seconds become nanoseconds in an Int64.
+        guard (0.001...86_400).contains(idleTimeout), (0.001...86_400).contains(headerTimeout), maxConnections > 0 else {
+            throw ValidationError("--idle-timeout and --header-timeout: 0.001 to 86400 s; --max-connections: above 0")
         }
         if let adminPort, !(1...65535).contains(adminPort) || adminPort == port {
             throw ValidationError("--admin-port must be a port other than --port")
