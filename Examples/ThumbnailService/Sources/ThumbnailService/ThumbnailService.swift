@@ -39,7 +39,8 @@ struct ThumbnailService: AsyncParsableCommand {
     var allowLoopbackOrigin = false
     @Flag(help: "Check no signature: local testing only.")
     var unsigned = false
-    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may wait between requests, or read nothing of a response, before it is closed.")
+    @Option(name: .customLong("idle-timeout"),
+            help: "Seconds a connection may wait between requests, or read nothing of a response, before it is closed.")
     var idleTimeout: Double = 60
     @Option(name: .customLong("header-timeout"),
             help: "Seconds a connection may take to send a request head, from its accept or from the request's first byte.")
