@@ -29,6 +29,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AsyncImageKit", package: "AsyncImageView"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -5,7 +5,8 @@ import HTTPTypes
 import Hummingbird
 import Prometheus
 
-/// The service's endpoints: `GET /thumb`, `/healthz`, `/metrics` and `/budget`.
+/// The service's endpoints: `GET /thumb`, `/healthz`, `/metrics` and `/budget`
+/// (and `HEAD` on each: see ``Routes/router(for:)``).
 struct Routes: Sendable {
     let loader: AsyncImageLoader
     /// The signing key; nil with `--unsigned`.
@@ -20,8 +21,41 @@ struct Routes: Sendable {
     /// with `413`, so the largest decode buffer is 4 bytes x 50 MP = 200 MB.
     static let maxPixels = 50_000_000
 
-    func add(to router: Router<ServiceContext>) {
-        router.get("thumb") { request, context in try await thumbnail(request, context) }
+    /// Which endpoints a listener serves.
+    struct Endpoints: OptionSet, Sendable {
+        let rawValue: Int
+        /// `/thumb`.
+        static let thumbnails = Endpoints(rawValue: 1 << 0)
+        /// `/healthz`, `/metrics` and `/budget`: on the public listener
+        /// unless `--admin-port` moves them to a listener of their own.
+        static let operations = Endpoints(rawValue: 1 << 1)
+    }
+
+    /// A router with `endpoints`, each answering `GET` and `HEAD` (Hummingbird's
+    /// `autoGenerateHeadEndpoints`: the `GET` handler's status and headers,
+    /// its `Content-Length` included, and no body), `405` with `Allow` for
+    /// any other method on their paths (``AllowedMethods``), `404` elsewhere.
+    func router(for endpoints: Endpoints) -> Router<ServiceContext> {
+        let router = Router(context: ServiceContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: MetricsMiddleware())
+        var paths: [String] = []
+        if endpoints.contains(.thumbnails) {
+            paths.append("thumb")
+        }
+        if endpoints.contains(.operations) {
+            paths += ["healthz", "metrics", "budget"]
+        }
+        // A known path asked with another method has no route: Hummingbird
+        // hands it to its 404 responder, which every middleware wraps.
+        router.add(middleware: AllowedMethods(paths: Set(paths)))
+        if endpoints.contains(.thumbnails) {
+            router.get("thumb") { request, context in try await thumbnail(request, context) }
+        }
+        if endpoints.contains(.operations) { addOperations(to: router) }
+        return router
+    }
+
+    private func addOperations(to router: Router<ServiceContext>) {
         router.get("healthz") { _, _ in
             let activity = loader.activity
             let full = activity.pendingRequests >= maxPendingRequests
@@ -62,5 +96,25 @@ struct Routes: Sendable {
             context.logger.info("\(imageRequest.url): the client went away; cancelled")
             return .text(499, "Client closed request.")
         }
+    }
+}
+
+/// `405 Method Not Allowed`, with `Allow: GET, HEAD`, for a method other than
+/// `GET` or `HEAD` on one of the service's paths (RFC 9110 §15.5.6).
+/// Hummingbird's router answers `404` when a path has no handler for the
+/// method, which tells a client (or a scanner) that the resource is not
+/// there rather than that the method is wrong.
+struct AllowedMethods: RouterMiddleware {
+    typealias Context = ServiceContext
+    /// The paths, without slashes at either end (`thumb`), as the router matches them.
+    let paths: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.method != .get, request.method != .head,
+            paths.contains(request.uri.path.split(separator: "/").joined(separator: "/"))
+        else { return try await next(request, context) }
+        var response = Response.text(405, "Method not allowed: \(request.method.rawValue).")
+        response.headers[.allow] = "GET, HEAD"
+        return response
     }
 }
