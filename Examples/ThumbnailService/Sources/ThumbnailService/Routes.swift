@@ -81,7 +81,10 @@ struct Routes: Sendable {
         let query: SignedQuery
         do { query = try SignedQuery(request.uri.query?[...] ?? "", key: key) }
         catch { return .text(error.status, error.message) }
-        let imageRequest = ImageRequest(url: query.url, sizing: query.sizing, maxPixels: Self.maxPixels)
+        var still = ImageRequest(url: query.url, sizing: query.sizing, maxPixels: Self.maxPixels)
+        // The answer is a still (the first frame): a 10,000-frame GIF costs one frame.
+        still.firstFrameOnly = true
+        let imageRequest = still
         do {
             let image = try await context.cancellingOnDisconnect { try await loader.encodedImage(for: imageRequest) }
             return Response(
