@@ -24,10 +24,10 @@ package final class DecodeStop: Sendable {
 
     /// The failure a decode of `format` ends with once stopped.
     package static func failure(_ format: ImageFormat?) -> AsyncImageError {
-        .decoding(
-            DecodingFailure(format: format, stage: .pixels, reason: "stopped: no request waits for the image", isPixelLimit: false,
-                isStopped: true),
-            url: nil)
+        let failure = DecodingFailure(
+            format: format, stage: .pixels, reason: "stopped: no request waits for the image", isPixelLimit: false,
+            isStopped: true)
+        return .decoding(failure, url: nil)
     }
 }
 
