@@ -100,7 +100,9 @@ public final class AsyncImageLoader: Sendable {
     public static let shared = AsyncImageLoader()
 
     let state: Locked<LoaderState>
-    let decodeQueue = DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated, attributes: .concurrent)
+    /// Progressive previews' decodes (small, unscheduled; the decode stage's
+    /// own run on queues of their own: see `DecodeScheduler`).
+    let previewQueue = DispatchQueue(label: "AsyncImageKit.previews", qos: .userInitiated, attributes: .concurrent)
     let timerQueue = DispatchQueue(label: "AsyncImageKit.loader-timers")
     /// Disk cache reads, off the callers' threads and the transport's.
     let diskQueue = DispatchQueue(label: "AsyncImageKit.disk", qos: .userInitiated, attributes: .concurrent)

@@ -18,7 +18,7 @@ final class LoaderProcessingTests: XCTestCase {
         let h = try LoaderHarness()
         let url = h.server.url(7)
         let counter = CountingProcessor()
-        h.loader.decodeQueue.setSpecific(key: CountingProcessor.queueName, value: "AsyncImageKit.decode")
+        // A decode's queue names itself (`DecodeScheduler.queueLabel`).
         h.queue.setSpecific(key: CountingProcessor.queueName, value: "the delivery queue")
         h.server.hold(url)
         let request = ImageRequest(
@@ -98,7 +98,7 @@ private final class CountingProcessor: ImageProcessing, @unchecked Sendable {
     let runs = Box<Int>(0)
     let queues = Box<Set<String>>([])
     /// Set on the queues the test names.
-    static let queueName = DispatchSpecificKey<String>()
+    static let queueName = DecodeScheduler.queueLabel
     var identifier: String { "counting" }
 
     func process(_ image: Image) throws(AsyncImageError) -> Image {

@@ -85,7 +85,7 @@ extension AsyncImageLoader {
         if let plan = transfer.previews {
             onPreview = { [weak self] prefix in
                 guard let self else { return }
-                self.decodeQueue.async { [weak self] in self?.makePreview(job, prefix, plan) }
+                self.previewQueue.async { [weak self] in self?.makePreview(job, prefix, plan) }
             }
         }
         var onDC: (@Sendable (Data) -> Void)?

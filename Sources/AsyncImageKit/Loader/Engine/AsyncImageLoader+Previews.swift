@@ -12,7 +12,7 @@ extension AsyncImageLoader {
         return (options, newest.request.processors)
     }
 
-    /// On the decode queue: a preview from `prefix`; delivered if the job
+    /// On the preview queue: a preview from `prefix`; delivered if the job
     /// is still transferring (never after its body is in).
     func makePreview(_ job: LoadJob, _ prefix: Data, _ plan: (options: DecodingOptions, processors: [any ImageProcessing])) {
         // Optional work: skipped while every decoder is busy with final images.

@@ -71,8 +71,17 @@ struct DecodeScheduler {
     /// Nobody waits for the size `job` decodes now: its decode stops.
     func stop(_ job: LoadJob) { stops[ObjectIdentifier(job)]?.stop() }
 
-    /// Where a decode runs: a serial queue of its own (see the type's notes).
-    static func queue() -> DispatchQueue { DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated) }
+    /// Where a decode runs: a serial queue of its own (see the type's notes),
+    /// marked with ``queueLabel`` (tests ask which queue ran them).
+    static func queue() -> DispatchQueue {
+        let queue = DispatchQueue(label: "AsyncImageKit.decode", qos: .userInitiated)
+        queue.setSpecific(key: queueLabel, value: "AsyncImageKit.decode")
+        return queue
+    }
+
+    /// Names a decode's queue: `DispatchQueue.getSpecific(key:)` on a decode
+    /// is `"AsyncImageKit.decode"`.
+    static let queueLabel = DispatchSpecificKey<String>()
 
     /// Empties the queue (the loader's `deinit`).
     mutating func removeAll() {
