@@ -1,0 +1,2 @@
+#if GTKSupport
+#endif
