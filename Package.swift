@@ -162,15 +162,25 @@ let package = Package(
                 .target(name: "CAsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
-        // A recycling GtkGridView over the demo's generated gallery (Examples/Gallery).
+        // The recycling GtkGridView example (Examples/Gallery): its grid and
+        // local origin (GalleryKit, also driven by AsyncImageGTKTests) and
+        // the program. Both empty without the trait.
+        .target(
+            name: "AsyncImageGalleryKit",
+            dependencies: [
+                "AsyncImageKit", "LoopbackHTTP",
+                .target(name: "AsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+            ],
+            path: "Examples/Gallery/GalleryKit",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "asyncimage-gallery",
             dependencies: [
-                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP",
+                "AsyncImageKit",
                 .target(name: "AsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
-                .target(name: "CAsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+                .target(name: "AsyncImageGalleryKit", condition: .when(traits: ["GTKSupport"])),
             ],
-            path: "Examples/Gallery",
+            path: "Examples/Gallery/App",
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // Support targets (not part of the library product).
@@ -258,7 +268,7 @@ let package = Package(
             dependencies: [
                 "AsyncImageKit", "ImageFixtures", "LoopbackHTTP",
                 .target(name: "AsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
-                .target(name: "CAsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+                .target(name: "AsyncImageGalleryKit", condition: .when(traits: ["GTKSupport"])),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // Loopback HTTP, TLS and HTTP/2 servers, child processes (workers,

@@ -207,7 +207,7 @@ guint64 aik_main_queue_dispatch_count(void) {
 GdkTexture *aik_render_widget(GtkWidget *widget) {
     int width = gtk_widget_get_width(widget);
     int height = gtk_widget_get_height(widget);
-    GtkNative *native = gtk_widget_get_native(widget);
+    GtkNative *native = GTK_IS_NATIVE(widget) ? GTK_NATIVE(widget) : gtk_widget_get_native(widget);
     if (width <= 0 || height <= 0 || native == NULL) return NULL;
     GskRenderer *renderer = gtk_native_get_renderer(native);
     if (renderer == NULL) return NULL;

@@ -43,6 +43,8 @@ static inline GtkScrolledWindow *aik_scrolled_window(gpointer object) { return G
 static inline GtkOverlay *aik_overlay(gpointer object) { return GTK_OVERLAY(object); }
 static inline GtkLabel *aik_label(gpointer object) { return GTK_LABEL(object); }
 static inline GtkGridView *aik_grid_view(gpointer object) { return GTK_GRID_VIEW(object); }
+static inline GApplication *aik_application(gpointer object) { return G_APPLICATION(object); }
+static inline GtkApplication *aik_gtk_application(gpointer object) { return GTK_APPLICATION(object); }
 
 /* MARK: signals (g_signal_connect and G_CALLBACK are macros) */
 
