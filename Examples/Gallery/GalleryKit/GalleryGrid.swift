@@ -53,6 +53,11 @@ public final class GalleryGrid: @unchecked Sendable {
     /// Bound cells waiting for their URL (not yet near the viewport).
     private var waiting: [UInt: (picture: AsyncImagePicture, index: Int)] = [:]
     private var passSource: guint = 0
+    private var unplacedFrames = 0
+    /// Whether the frame clock is ticking to place waiting cells (false once the grid is still).
+    public var isPlacingCells: Bool { passSource != 0 }
+    /// Bound cells not yet given their URL (off screen).
+    public var waitingCount: Int { waiting.count }
     /// How far from the viewport, in points, a bound cell gets its URL (default: one cell).
     public var margin: Double
     private var cells: [UInt: AsyncImagePicture] = [:]
@@ -134,7 +139,7 @@ public final class GalleryGrid: @unchecked Sendable {
 
     deinit {
         if statsSource != 0 { g_source_remove(statsSource) }
-        if passSource != 0 { g_source_remove(passSource) }
+        if passSource != 0 { gtk_widget_remove_tick_callback(gridView, passSource) }
         if let observer { (loader.notificationCenter ?? .default).removeObserver(observer) }
         g_object_unref(UnsafeMutableRawPointer(widget))
     }
@@ -209,22 +214,39 @@ public final class GalleryGrid: @unchecked Sendable {
         return bottom > -margin && top < height + margin
     }
 
-    /// Runs ``startNearCells()`` once GTK has laid out (an idle after the redraw).
+    /// Runs ``startNearCells()`` on the grid's next frames (a tick callback
+    /// on the frame clock): cells bound while GTK lays out a frame are
+    /// placed in that frame, so the next one finds where they are. It ticks
+    /// until no waiting cell is left unplaced, for at most three frames (a
+    /// cell GTK keeps bound far off screen is never placed: it waits for the
+    /// next scroll).
     fileprivate func schedulePass() {
+        unplacedFrames = 0
         guard passSource == 0, !waiting.isEmpty else { return }
-        passSource = g_idle_add_full(G_PRIORITY_DEFAULT_IDLE, { data in
-            GridBox.grid(data)?.startNearCells()
-            return gboolean(0)
+        passSource = gtk_widget_add_tick_callback(gridView, { _, _, data in
+            guard let grid = GridBox.grid(data) else { return gboolean(0) }
+            let again = grid.startNearCells()
+            if !again { grid.passSource = 0 }
+            return again ? gboolean(1) : gboolean(0)
         }, Unmanaged.passUnretained(box).toOpaque(), nil)
     }
 
     /// Sets the URL of every waiting cell now near the viewport.
-    private func startNearCells() {
-        passSource = 0
-        for (key, cell) in waiting where isNear(cell.picture) {
-            waiting[key] = nil
-            cell.picture.imageURL = origin.url(of: cell.index)
+    /// Returns true while a waiting cell is not placed yet (look again next frame).
+    private func startNearCells() -> Bool {
+        var unplaced = false
+        for (key, cell) in waiting {
+            guard gtk_widget_get_mapped(cell.picture.widget) != 0, gtk_widget_get_width(cell.picture.widget) > 0 else {
+                unplaced = true
+                continue
+            }
+            if isNear(cell.picture) {
+                waiting[key] = nil
+                cell.picture.imageURL = origin.url(of: cell.index)
+            }
         }
+        unplacedFrames += 1
+        return unplaced && unplacedFrames < 3
     }
 }
 
