@@ -94,10 +94,22 @@ final class App: @unchecked Sendable {
         }
     }
 
+    var attempts = 0
+
     func screenshot() {
-        guard let path = options.screenshot, let window, let texture = aik_render_widget(window) else {
-            FileHandle.standardError.write(Data("could not render the window\n".utf8))
-            exit(1)
+        guard let path = options.screenshot, let window else { return }
+        guard let texture = aik_render_widget(window) else {
+            // Not mapped or not drawn yet (a loaded machine): try again shortly.
+            attempts += 1
+            guard attempts < 50 else {
+                FileHandle.standardError.write(Data("could not render the window (\(gtk_widget_get_width(window))x\(gtk_widget_get_height(window)), mapped \(gtk_widget_get_mapped(window)))\n".utf8))
+                exit(1)
+            }
+            _ = g_timeout_add(100, { _ in
+                App.shared?.screenshot()
+                return gboolean(0)
+            }, nil)
+            return
         }
         let saved = gdk_texture_save_to_png(texture, path) != 0
         g_object_unref(UnsafeMutableRawPointer(texture))
