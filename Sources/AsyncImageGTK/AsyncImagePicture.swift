@@ -281,8 +281,16 @@ public final class AsyncImagePicture: ImageDisplaying, @unchecked Sendable {
         }
     }
 
+    /// Microseconds all pictures have spent in their frame-clock ticks so
+    /// far (cross-fade steps, animation frames, textures made for them), on
+    /// the main thread. For frame-time budgets.
+    public static var tickMicroseconds: UInt64 { tickTime }
+    nonisolated(unsafe) private static var tickTime: UInt64 = 0
+
     /// One frame of the frame clock: true to keep ticking.
     private func tick(frameTime: Int64) -> Bool {
+        let start = Int64(g_get_monotonic_time())
+        defer { Self.tickTime += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         refresh(now: frameTime)
         let t = Double(frameTime - shownSince) / 1e6
         let moving = fadeStart != nil || (shownImage.map { $0.isAnimated && $0.animationTimeline.nextFrameChange(after: t) != nil } ?? false)

@@ -44,5 +44,11 @@ public enum GLibMainQueue {
     /// How many times the GLib source has drained the main queue (about
     /// once per burst of work; it never spins).
     public static var drainCount: UInt64 { UInt64(aik_main_queue_dispatch_count()) }
+
+    /// Microseconds the main loop has spent draining the main queue so far
+    /// (the loader's deliveries: notifications, actions, the pictures'
+    /// updates they cause; and whatever else the program put on the main
+    /// queue). For frame-time budgets.
+    public static var busyMicroseconds: UInt64 { UInt64(aik_main_queue_busy_microseconds()) }
 }
 #endif

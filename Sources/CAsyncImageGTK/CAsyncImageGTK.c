@@ -173,6 +173,7 @@ extern void _dispatch_main_queue_callback_4CF(void *message);
 
 static guint aik_main_queue_source;
 static guint64 aik_main_queue_dispatches;
+static guint64 aik_main_queue_busy;
 
 static gboolean aik_main_queue_ready(gint fd, GIOCondition condition, gpointer data) {
     (void)condition;
@@ -184,7 +185,9 @@ static gboolean aik_main_queue_ready(gint fd, GIOCondition condition, gpointer d
     while (read(fd, &count, sizeof count) > 0) {
     }
     aik_main_queue_dispatches += 1;
+    gint64 start = g_get_monotonic_time();
     _dispatch_main_queue_callback_4CF(NULL);
+    aik_main_queue_busy += (guint64)(g_get_monotonic_time() - start);
     return G_SOURCE_CONTINUE;
 }
 
@@ -200,6 +203,10 @@ guint aik_main_queue_attach(void) {
 
 guint64 aik_main_queue_dispatch_count(void) {
     return aik_main_queue_dispatches;
+}
+
+guint64 aik_main_queue_busy_microseconds(void) {
+    return aik_main_queue_busy;
 }
 
 /* MARK: rendering */

@@ -39,6 +39,11 @@ public final class GalleryGrid: @unchecked Sendable {
     /// The cells' side in points.
     public let cellSide: Int
 
+    /// Microseconds spent in the factory's handlers and the placing pass
+    /// (setting and clearing URLs, which calls the loader), on the main thread.
+    public private(set) var handlerMicroseconds: UInt64 = 0
+    /// Whether `bind` loads at all (false: placeholders only, to measure GTK alone).
+    public var loads = true
     /// Bound cells by list item: the picture and the item's position.
     public private(set) var bound: [UInt: (picture: AsyncImagePicture, index: Int)] = [:]
     /// Deliveries to a cell whose current URL was another (must stay 0).
@@ -163,6 +168,8 @@ public final class GalleryGrid: @unchecked Sendable {
     private static func key(_ item: UnsafeMutablePointer<GObject>?) -> UInt { UInt(bitPattern: item) }
 
     fileprivate func setup(_ item: UnsafeMutablePointer<GObject>?) {
+        let start = Int64(g_get_monotonic_time())
+        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         let picture = AsyncImagePicture(loader: loader, width: cellSide, height: cellSide, contentFit: GTK_CONTENT_FIT_COVER)
         picture.placeholderImage = placeholder
         picture.crossfadeDuration = 0.2
@@ -175,10 +182,13 @@ public final class GalleryGrid: @unchecked Sendable {
     }
 
     fileprivate func bind(_ item: UnsafeMutablePointer<GObject>?) {
+        let start = Int64(g_get_monotonic_time())
+        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         guard let picture = cells[Self.key(item)] else { return }
         let index = Int(gtk_list_item_get_position(aik_list_item(UnsafeMutableRawPointer(item))))
         binds += 1
         bound[Self.key(item)] = (picture, index)
+        guard loads else { return }
         if isNear(picture) {
             picture.imageURL = origin.url(of: index)
         } else {
@@ -188,6 +198,8 @@ public final class GalleryGrid: @unchecked Sendable {
     }
 
     fileprivate func unbind(_ item: UnsafeMutablePointer<GObject>?) {
+        let start = Int64(g_get_monotonic_time())
+        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         guard let picture = cells[Self.key(item)] else { return }
         unbinds += 1
         waiting[Self.key(item)] = nil
@@ -198,6 +210,8 @@ public final class GalleryGrid: @unchecked Sendable {
     }
 
     fileprivate func teardown(_ item: UnsafeMutablePointer<GObject>?) {
+        let start = Int64(g_get_monotonic_time())
+        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         cells[Self.key(item)] = nil
         bound[Self.key(item)] = nil
         waiting[Self.key(item)] = nil
@@ -234,6 +248,8 @@ public final class GalleryGrid: @unchecked Sendable {
     /// Sets the URL of every waiting cell now near the viewport.
     /// Returns true while a waiting cell is not placed yet (look again next frame).
     private func startNearCells() -> Bool {
+        let start = Int64(g_get_monotonic_time())
+        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         var unplaced = false
         for (key, cell) in waiting {
             guard gtk_widget_get_mapped(cell.picture.widget) != 0, gtk_widget_get_width(cell.picture.widget) > 0 else {

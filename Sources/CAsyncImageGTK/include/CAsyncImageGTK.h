@@ -95,6 +95,8 @@ GdkTexture *aik_texture_new_premultiplied(int width, int height, const void *dat
 guint aik_main_queue_attach(void);
 /* How many times the source ran (a diagnostic: about one per burst of work, never a spin). */
 guint64 aik_main_queue_dispatch_count(void);
+/* Microseconds spent draining it on the main loop so far (the deliveries: actions, notifications). */
+guint64 aik_main_queue_busy_microseconds(void);
 
 /* MARK: rendering for tests */
 
