@@ -141,6 +141,30 @@ final class AsyncImagePictureTests: XCTestCase {
         XCTAssertEqual(picture.drawCount, draws, "nothing is drawn once still")
     }
 
+    func testAnimationAdvancesOnTheFrameClockAndStopsAfterItsLoop() throws {
+        let picture = AsyncImagePicture(loader: loader, width: 32, height: 32)
+        picture.crossfadeDuration = 0
+        let window = GTKHarness.window(picture.widget, width: 32, height: 32)
+        defer { GTKHarness.close(window) }
+        let colours = [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 255, b: 0), RGBA(r: 0, g: 0, b: 255)]
+        let frames = colours.map { ImageFrame(pixels: solid($0, width: 32, height: 32).pixels, duration: 0.15) }
+        // No loop count: played once, the last frame stays (AnimationTimeline's rules).
+        picture.image = Image(width: 32, height: 32, bytesPerRow: 128, frames: frames)
+        XCTAssertTrue(picture.isTicking)
+        var seen: [Int] = []
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline {
+            GTKHarness.pump(seconds: 0.02)
+            guard let frame = Rendering(window) else { continue }
+            if let index = colours.firstIndex(where: { close($0, frame.pixel(16, 16), tolerance: 2) }), seen.last != index {
+                seen.append(index)
+            }
+            if !picture.isTicking { break }
+        }
+        XCTAssertEqual(seen, [0, 1, 2], "the frames in order, once")
+        XCTAssertFalse(picture.isTicking, "the tick callback ends with the animation")
+    }
+
     func testThumbnailThenFullPerTargetOrderAndOneOutcomeEach() throws {
         let count = 24
         let failureImage = solid(RGBA(r: 0, g: 0, b: 255), width: 2, height: 2)
