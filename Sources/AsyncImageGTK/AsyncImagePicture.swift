@@ -317,15 +317,25 @@ private struct WidgetReference: @unchecked Sendable {
 }
 
 /// An image's identity: its first frame's storage (alive while the image
-/// is shown, so no other image can have it) and its size.
+/// is shown, so no other image can have it) and its size. Data of a few
+/// bytes is stored inline, with no storage of its own to point at: a tiny
+/// image is known by its bytes instead.
 private struct ImageKey: Equatable {
     let address: UInt
+    let smallBytes: [UInt8]
     let width: Int
     let height: Int
     let frames: Int
 
     init(_ image: Image) {
-        address = image.frames[0].pixels.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let pixels = image.frames[0].pixels
+        if pixels.count <= 64 {
+            address = 0
+            smallBytes = [UInt8](pixels)
+        } else {
+            address = pixels.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+            smallBytes = []
+        }
         width = image.width
         height = image.height
         frames = image.frames.count

@@ -165,6 +165,24 @@ final class AsyncImagePictureTests: XCTestCase {
         XCTAssertFalse(picture.isTicking, "the tick callback ends with the animation")
     }
 
+    func testTinyImagesAreToldApartAndTheirFadeEnds() throws {
+        // 1x1: their pixels are stored inline in Data, with no storage address of their own.
+        let picture = AsyncImagePicture(loader: loader, width: 16, height: 16)
+        picture.crossfadeDuration = 0.1
+        picture.placeholderImage = solid(Self.grey, width: 1, height: 1)
+        let window = GTKHarness.window(picture.widget, width: 16, height: 16)
+        defer { GTKHarness.close(window) }
+        GTKHarness.pump(seconds: 0.05)
+        XCTAssertTrue(close(try XCTUnwrap(Rendering(window)).pixel(8, 8), Self.grey, tolerance: 2))
+        let green = RGBA(r: 10, g: 200, b: 10)
+        picture.image = solid(green, width: 1, height: 1)
+        XCTAssertTrue(picture.isTicking)
+        XCTAssertTrue(GTKHarness.pump(timeout: 3) { !picture.isTicking }, "the fade of a tiny image ends")
+        GTKHarness.pump(seconds: 0.05)
+        let shown = try XCTUnwrap(Rendering(window)).pixel(8, 8)
+        XCTAssertTrue(close(shown, green, tolerance: 2), "\(shown)")
+    }
+
     func testThumbnailThenFullPerTargetOrderAndOneOutcomeEach() throws {
         let count = 24
         let failureImage = solid(RGBA(r: 0, g: 0, b: 255), width: 2, height: 2)
