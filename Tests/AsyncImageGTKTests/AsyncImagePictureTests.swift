@@ -147,12 +147,12 @@ final class AsyncImagePictureTests: XCTestCase {
         let window = GTKHarness.window(picture.widget, width: 32, height: 32)
         defer { GTKHarness.close(window) }
         let colours = [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 255, b: 0), RGBA(r: 0, g: 0, b: 255)]
-        let frames = colours.map { ImageFrame(pixels: solid($0, width: 32, height: 32).pixels, duration: 0.15) }
+        let frames = colours.map { ImageFrame(pixels: solid($0, width: 32, height: 32).pixels, duration: 0.4) }
         // No loop count: played once, the last frame stays (AnimationTimeline's rules).
         picture.image = Image(width: 32, height: 32, bytesPerRow: 128, frames: frames)
         XCTAssertTrue(picture.isTicking)
         var seen: [Int] = []
-        let deadline = Date().addingTimeInterval(3)
+        let deadline = Date().addingTimeInterval(5)
         while Date() < deadline {
             GTKHarness.pump(seconds: 0.02)
             guard let frame = Rendering(window) else { continue }
