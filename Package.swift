@@ -4,7 +4,8 @@ import PackageDescription
 /// AsyncImageView for Swift on Linux.
 ///
 /// Layout (one concept per file, grouped by role):
-/// - `AsyncImageKit`: the library (the only product a user links).
+/// - `AsyncImageKit`: the library (the product a user links; with the
+///   trait `GTKSupport`, `AsyncImageGTK` too: see below).
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
 ///   that owns every `setjmp` used by libpng and libjpeg. giflib, libwebp,
 ///   libavif, libheif, libjxl and Little CMS (`CGIF`, `CWebP`, `CAVIF`,
