@@ -113,7 +113,7 @@ public final class AsyncImagePicture: ImageDisplaying, @unchecked Sendable {
     deinit {
         view.onChange = nil
         imageLoader.cancelLoadingImages(target: view)
-        let held = WidgetReference(widget: widget, tickID: tickID)
+        let held = WidgetReference(widget: widget, paintable: crossFade, tickID: tickID)
         if Thread.isMainThread { held.release() } else { DispatchQueue.main.async { held.release() } }
     }
 
@@ -305,14 +305,17 @@ private final class PictureBox {
     weak var picture: AsyncImagePicture?
 }
 
-/// The picture's widget reference and tick callback, let go on the main thread.
+/// The picture's references (its widget and its paintable, which the
+/// widget also holds) and tick callback, let go on the main thread.
 private struct WidgetReference: @unchecked Sendable {
     let widget: UnsafeMutablePointer<GtkWidget>
+    let paintable: OpaquePointer
     let tickID: guint
 
     func release() {
         if tickID != 0 { gtk_widget_remove_tick_callback(widget, tickID) }
         g_object_unref(UnsafeMutableRawPointer(widget))
+        g_object_unref(UnsafeMutableRawPointer(paintable))
     }
 }
 

@@ -16,6 +16,7 @@ final class AsyncImagePictureTests: XCTestCase {
     private var loader: AsyncImageLoader!
     private let events = EventLog()
     private let gate = Gate()
+    private var diskDirectory: URL?
 
     static let red = RGBA(r: 220, g: 30, b: 40)
     static let grey = RGBA(r: 128, g: 128, b: 128)
@@ -30,7 +31,8 @@ final class AsyncImagePictureTests: XCTestCase {
             let path = request.path
             if path.hasPrefix("/held/") { _ = gate.wait(timeout: 20) }
             if path.hasSuffix("/red.png") {
-                connection.respond(status: 200, headers: [("Content-Type", "image/png")], body: redPNG)
+                connection.respond(
+                    status: 200, headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: redPNG)
             } else if path.hasSuffix("/halfred.png") {
                 connection.respond(status: 200, headers: [("Content-Type", "image/png")], body: halfRed)
             } else if path.hasSuffix("/white.png") {
@@ -48,14 +50,26 @@ final class AsyncImagePictureTests: XCTestCase {
                 connection.respond(status: 404, body: Data("missing".utf8))
             }
         }
-        loader = AsyncImageLoader(configuration: .init(cache: ImageCache(), notificationCenter: NotificationCenter()))
-        events.attach(to: loader)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("asyncimage-gtk-\(UUID().uuidString)")
+        diskDirectory = directory
+        loader = try makeLoader(events)
+    }
+
+    /// A loader delivering on the main queue, with its own memory cache and the test's disk cache.
+    private func makeLoader(_ log: EventLog) throws -> AsyncImageLoader {
+        let loader = AsyncImageLoader(
+            configuration: .init(
+                cache: ImageCache(), notificationCenter: NotificationCenter(),
+                diskCache: try DataCache(directory: diskDirectory!)))
+        log.attach(to: loader)
+        return loader
     }
 
     override func tearDown() {
         gate.open()
         server?.stop()
         loader?.eventMonitor = nil
+        if let diskDirectory { try? FileManager.default.removeItem(at: diskDirectory) }
     }
 
     private func url(_ path: String) -> URL { server!.url(path) }
@@ -227,6 +241,47 @@ final class AsyncImagePictureTests: XCTestCase {
                 XCTAssertEqual(picture.image?.pixel(x: 24, y: 24).g, 200, "picture \(index) shows its full image")
             }
         }
+    }
+
+    func testADiskHitIsReadOffTheMainLoop() throws {
+        let link = url("/red.png")
+        let first = AsyncImagePicture(loader: loader, width: 32, height: 32)
+        first.imageURL = link
+        XCTAssertTrue(GTKHarness.pump { first.view.state == .loaded(link) && self.loader.activity.pendingRequests == 0 })
+        // A second loader (an empty memory cache) on the same disk cache.
+        let log = EventLog()
+        let second = try makeLoader(log)
+        let picture = AsyncImagePicture(loader: second, width: 32, height: 32)
+        picture.imageURL = link
+        XCTAssertTrue(GTKHarness.pump { picture.view.state == .loaded(link) })
+        let kinds = log.all.map(\.event.kind)
+        XCTAssertTrue(kinds.contains(.diskRead(hit: true)), "\(kinds)")
+        XCTAssertTrue(log.offMainViolations.isEmpty, "\(log.offMainViolations.map(\.event.kind))")
+        XCTAssertTrue(events.offMainViolations.isEmpty, "\(events.offMainViolations.map(\.event.kind))")
+        XCTAssertEqual(log.deliveriesOffMain, 0)
+        second.eventMonitor = nil
+    }
+
+    func testAReleasedPictureFreesItsWidgetAndPaintable() throws {
+        let widgetSlot = UnsafeMutablePointer<gpointer?>.allocate(capacity: 1)
+        let paintableSlot = UnsafeMutablePointer<gpointer?>.allocate(capacity: 1)
+        defer {
+            widgetSlot.deallocate()
+            paintableSlot.deallocate()
+        }
+        do {
+            let picture = AsyncImagePicture(loader: loader, width: 16, height: 16)
+            picture.placeholderImage = solid(Self.grey, width: 2, height: 2)
+            picture.imageURL = url("/red.png")
+            widgetSlot.pointee = UnsafeMutableRawPointer(picture.widget)
+            paintableSlot.pointee = gtk_picture_get_paintable(aik_picture(picture.widget)).map { UnsafeMutableRawPointer($0) }
+            g_object_add_weak_pointer(aik_object(picture.widget), widgetSlot)
+            g_object_add_weak_pointer(aik_object(paintableSlot.pointee), paintableSlot)
+        }
+        GTKHarness.pump { self.loader.activity.pendingRequests == 0 }
+        GTKHarness.pump(seconds: 0.05)
+        XCTAssertNil(widgetSlot.pointee, "the widget was finalized")
+        XCTAssertNil(paintableSlot.pointee, "the paintable was finalized")
     }
 
     func testUnsetURLCancelsAndClears() throws {
