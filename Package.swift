@@ -4,7 +4,8 @@ import PackageDescription
 /// AsyncImageView for Swift on Linux.
 ///
 /// Layout (one concept per file, grouped by role):
-/// - `AsyncImageKit`: the library (the only product a user links).
+/// - `AsyncImageKit`: the library (the product a user links; with the
+///   trait `GTKSupport`, `AsyncImageGTK` too: see below).
 /// - `C*`: system-library module maps and one small C shim target (`CImageCodecs`)
 ///   that owns every `setjmp` used by libpng and libjpeg. giflib, libwebp,
 ///   libavif, libheif, libjxl and Little CMS (`CGIF`, `CWebP`, `CAVIF`,
@@ -44,6 +45,16 @@ import PackageDescription
 /// - `MetricsSupport`: `LoaderMetrics` (swift-metrics counters and timers).
 /// - `ServiceLifecycleSupport`: `AsyncImageLoaderService` (drain and flush
 ///   on a graceful shutdown).
+/// - `GTKSupport`: the `AsyncImageGTK` product (a GTK 4 picture that loads
+///   itself, the main queue drained by GLib's main loop) and the
+///   `asyncimage-gallery` example. Its system library (`CGTK`, pkg-config
+///   `gtk4`) and its C shim (`CAsyncImageGTK`) are dependencies only
+///   `.when(traits: ["GTKSupport"])`: without the trait, SwiftPM never asks
+///   pkg-config for gtk4 and the shim compiles to nothing (its code is
+///   guarded by a define set only with the trait, since a trait's own
+///   condition reaches Swift and not C), so neither `swift build` nor a
+///   library user needs GTK's headers. A user turns it on in the
+///   dependency: `.package(url: ..., from: ..., traits: ["GTKSupport"])`.
 let package = Package(
     name: "AsyncImageView",
     products: [
@@ -53,10 +64,14 @@ let package = Package(
         .executable(name: "asyncimage-crashtest", targets: ["asyncimage-crashtest"]),
         // Test and benchmark support for Benchmarks/ (see the header): not API.
         .library(name: "AsyncImageKitTestSupport", targets: ["LoopbackHTTP", "ImageFixtures", "LoadMix"]),
+        // GTK 4 (trait GTKSupport; without it both build to nothing).
+        .library(name: "AsyncImageGTK", targets: ["AsyncImageGTK"]),
+        .executable(name: "asyncimage-gallery", targets: ["asyncimage-gallery"]),
     ],
     traits: [
         .trait(name: "MetricsSupport", description: "LoaderMetrics: the loader's requests, bytes and stage times as swift-metrics counters and timers."),
         .trait(name: "ServiceLifecycleSupport", description: "AsyncImageLoaderService: a swift-service-lifecycle Service that drains the loader and flushes its disk writes on shutdown."),
+        .trait(name: "GTKSupport", description: "AsyncImageGTK: a GTK 4 picture that loads itself, delivery on GLib's main loop, and the asyncimage-gallery example (needs libgtk-4-dev)."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -110,7 +125,20 @@ let package = Package(
             name: "CJXL",
             providers: [.apt(["libjxl-dev"])]),
 
-        // The only C code: whole PNG/JPEG decodes and encodes inside one C
+        // GTK 4, only with the trait GTKSupport (see the header): nothing
+        // depends on it otherwise, so pkg-config is never asked for gtk4.
+        .systemLibrary(
+            name: "CGTK", pkgConfig: "gtk4",
+            providers: [.apt(["libgtk-4-dev"])]),
+        // What Swift cannot import from GTK (casts, G_CALLBACK, the
+        // paintable that cross-fades, the main queue's GLib source); its
+        // code compiles only with ASYNCIMAGE_GTK, defined with the trait.
+        .target(
+            name: "CAsyncImageGTK",
+            dependencies: [.target(name: "CGTK", condition: .when(traits: ["GTKSupport"]))],
+            cSettings: [.define("ASYNCIMAGE_GTK", .when(traits: ["GTKSupport"]))]),
+
+        // The only C code of the library itself: whole PNG/JPEG decodes and encodes inside one C
         // function each, so that no longjmp ever crosses a Swift frame.
         .target(name: "CImageCodecs", dependencies: ["CPNG", "CJPEG"]),
 
@@ -123,6 +151,37 @@ let package = Package(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
                     condition: .when(traits: ["ServiceLifecycleSupport"])),
             ],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
+        // The GTK 4 integration (trait GTKSupport; its Swift code is inside
+        // `#if GTKSupport`, so without the trait it is an empty module).
+        .target(
+            name: "AsyncImageGTK",
+            dependencies: [
+                "AsyncImageKit",
+                .target(name: "CGTK", condition: .when(traits: ["GTKSupport"])),
+                .target(name: "CAsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The recycling GtkGridView example (Examples/Gallery): its grid and
+        // local origin (GalleryKit, also driven by AsyncImageGTKTests) and
+        // the program. Both empty without the trait.
+        .target(
+            name: "AsyncImageGalleryKit",
+            dependencies: [
+                "AsyncImageKit", "LoopbackHTTP",
+                .target(name: "AsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+            ],
+            path: "Examples/Gallery/GalleryKit",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        .executableTarget(
+            name: "asyncimage-gallery",
+            dependencies: [
+                "AsyncImageKit",
+                .target(name: "AsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+                .target(name: "AsyncImageGalleryKit", condition: .when(traits: ["GTKSupport"])),
+            ],
+            path: "Examples/Gallery/App",
             swiftSettings: [.swiftLanguageMode(.v6)]),
 
         // Support targets (not part of the library product).
@@ -203,6 +262,15 @@ let package = Package(
             ],
             // Read from disk by path (see FuzzRegressionTests), not bundled.
             exclude: ["Resources"],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The GTK integration under Xvfb (.ci/gtk): empty without the trait.
+        .testTarget(
+            name: "AsyncImageGTKTests",
+            dependencies: [
+                "AsyncImageKit", "ImageFixtures", "LoopbackHTTP",
+                .target(name: "AsyncImageGTK", condition: .when(traits: ["GTKSupport"])),
+                .target(name: "AsyncImageGalleryKit", condition: .when(traits: ["GTKSupport"])),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // Loopback HTTP, TLS and HTTP/2 servers, child processes (workers,
         // crash tests, the demo binary), load and leak checks.

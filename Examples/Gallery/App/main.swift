@@ -1,0 +1,210 @@
+// asyncimage-gallery: a recycling GtkGridView over thousands of pictures
+// from a local origin (GalleryKit), each cell an AsyncImagePicture.
+//
+//   swift run --traits GTKSupport asyncimage-gallery [--count N] [--latency MS] [--cell PT]
+//       [--screenshot FILE.png --after SECONDS]
+//       [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]]
+//
+// --frame-times scrolls the grid at a steady speed on the frame clock (down,
+// then back to the top, and so on) after a second of warm-up, and prints the
+// frame clock's frame intervals (p50, p99, longest) and the main loop's time
+// in the library per frame; --no-loading binds cells without loading (GTK alone).
+#if GTKSupport
+import AsyncImageGTK
+import AsyncImageGalleryKit
+import AsyncImageKit
+import Foundation
+
+struct Options: Sendable {
+    var count = 5_000
+    var latency = 40
+    var cell = 96
+    var screenshot: String?
+    var after = 3.0
+    var width = 900
+    var height = 640
+    var frameTimes: Double?
+    var loading = true
+    var speed = 3_000.0
+}
+
+func parse(_ arguments: [String]) -> Options {
+    var options = Options()
+    var rest = arguments.dropFirst()
+    func value(_ name: String) -> String {
+        guard let next = rest.popFirst() else {
+            FileHandle.standardError.write(Data("\(name) needs a value\n".utf8))
+            exit(2)
+        }
+        return next
+    }
+    func number(_ name: String) -> Int {
+        guard let n = Int(value(name)), n >= 0 else {
+            FileHandle.standardError.write(Data("\(name) needs a whole number\n".utf8))
+            exit(2)
+        }
+        return n
+    }
+    while let argument = rest.popFirst() {
+        switch argument {
+        case "--count": options.count = max(1, number(argument))
+        case "--latency": options.latency = number(argument)
+        case "--cell": options.cell = max(16, number(argument))
+        case "--screenshot": options.screenshot = value(argument)
+        case "--after": options.after = Double(value(argument)) ?? 3
+        case "--size":
+            let parts = value(argument).split(separator: "x").compactMap { Int($0) }
+            if parts.count == 2 { (options.width, options.height) = (parts[0], parts[1]) }
+        case "--frame-times": options.frameTimes = Double(value(argument)) ?? 10
+        case "--no-loading": options.loading = false
+        case "--speed": options.speed = Double(number(argument))
+        case "-h", "--help":
+            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]]")
+            exit(0)
+        default:
+            FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
+            exit(2)
+        }
+    }
+    return options
+}
+
+/// What the GLib callbacks reach (main thread only).
+final class App: @unchecked Sendable {
+    nonisolated(unsafe) static var shared: App?
+    let options: Options
+    let loader: AsyncImageLoader
+    let origin: GalleryOrigin
+    var grid: GalleryGrid?
+    var window: UnsafeMutablePointer<GtkWidget>?
+
+    init(options: Options) throws {
+        self.options = options
+        origin = try GalleryOrigin(count: options.count, latency: options.latency)
+        var configuration = AsyncImageLoader.Configuration(cache: ImageCache(), notificationCenter: NotificationCenter())
+        configuration.concurrentLoads = 16
+        // The loader decodes on one thread per core (DecodeScheduler); it has
+        // no public setting for fewer, so "cores - 1" is not set here. The
+        // main thread never decodes either way.
+        loader = AsyncImageLoader(configuration: configuration)
+    }
+
+    func activate(_ application: UnsafeMutablePointer<GtkApplication>) {
+        let window = gtk_application_window_new(application)!
+        self.window = window
+        gtk_window_set_title(aik_window(window), "AsyncImageView: \(options.count) pictures")
+        gtk_window_set_default_size(aik_window(window), Int32(options.width), Int32(options.height))
+        let grid = GalleryGrid(loader: loader, origin: origin, cellSide: options.cell)
+        grid.loads = options.loading
+        self.grid = grid
+        gtk_window_set_child(aik_window(window), grid.widget)
+        gtk_window_present(aik_window(window))
+        if options.frameTimes != nil {
+            _ = g_timeout_add(1000, { _ in
+                App.shared?.startScrolling()
+                return gboolean(0)
+            }, nil)
+        }
+        if options.screenshot != nil {
+            _ = g_timeout_add(UInt32(options.after * 1000), { _ in
+                App.shared?.screenshot()
+                return gboolean(0)
+            }, nil)
+        }
+    }
+
+    var attempts = 0
+
+    // The scripted scroll (--frame-times).
+    private var lastFrame: Int64?
+    private var scrollStart: Int64 = 0
+    private var intervals: [Double] = []
+    private var direction = 1.0
+    private var baseline: (drain: UInt64, ticks: UInt64, handlers: UInt64) = (0, 0, 0)
+
+    func startScrolling() {
+        guard let grid else { return }
+        baseline = (GLibMainQueue.busyMicroseconds, AsyncImagePicture.tickMicroseconds, grid.handlerMicroseconds)
+        _ = gtk_widget_add_tick_callback(grid.gridView, { _, clock, _ in
+            guard let app = App.shared else { return gboolean(0) }
+            return app.scrollFrame(Int64(gdk_frame_clock_get_frame_time(clock))) ? gboolean(1) : gboolean(0)
+        }, nil, nil)
+    }
+
+    /// One frame of the scripted scroll: true to go on.
+    private func scrollFrame(_ now: Int64) -> Bool {
+        guard let grid, let seconds = options.frameTimes else { return false }
+        if let last = lastFrame {
+            let dt = Double(now - last) / 1e6
+            intervals.append(dt * 1000)
+            let adjustment = grid.verticalAdjustment
+            let top = gtk_adjustment_get_upper(adjustment) - gtk_adjustment_get_page_size(adjustment)
+            var value = gtk_adjustment_get_value(adjustment) + direction * options.speed * dt
+            if value >= top { (value, direction) = (top, -1) }
+            if value <= 0 { (value, direction) = (0, 1) }
+            gtk_adjustment_set_value(adjustment, value)
+        } else {
+            scrollStart = now
+        }
+        lastFrame = now
+        guard Double(now - scrollStart) / 1e6 >= seconds else { return true }
+        report()
+        exit(0)
+    }
+
+    private func report() {
+        guard let grid else { return }
+        let sorted = intervals.sorted()
+        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        let frames = Double(max(1, intervals.count))
+        let drain = Double(GLibMainQueue.busyMicroseconds - baseline.drain) / 1000
+        let ticks = Double(AsyncImagePicture.tickMicroseconds - baseline.ticks) / 1000
+        let handlers = Double(grid.handlerMicroseconds - baseline.handlers) / 1000
+        let f = { (v: Double) in String(format: "%.2f", v) }
+        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off")")
+        print("frame interval ms: p50 \(f(percentile(0.5))) p99 \(f(percentile(0.99))) longest \(f(sorted.last ?? 0)); over 33 ms: \(sorted.filter { $0 > 33.4 }.count)")
+        print("main loop in the library per frame ms: \(f((drain + ticks + handlers) / frames)) (deliveries \(f(drain / frames)), picture ticks \(f(ticks / frames)), bind/unbind \(f(handlers / frames)))")
+        print(grid.statsText)
+    }
+
+    func screenshot() {
+        guard let path = options.screenshot, let window else { return }
+        guard let texture = aik_render_widget(window) else {
+            // Not mapped or not drawn yet (a loaded machine): try again shortly.
+            attempts += 1
+            guard attempts < 50 else {
+                FileHandle.standardError.write(Data("could not render the window (\(gtk_widget_get_width(window))x\(gtk_widget_get_height(window)), mapped \(gtk_widget_get_mapped(window)))\n".utf8))
+                exit(1)
+            }
+            _ = g_timeout_add(100, { _ in
+                App.shared?.screenshot()
+                return gboolean(0)
+            }, nil)
+            return
+        }
+        let saved = gdk_texture_save_to_png(texture, path) != 0
+        g_object_unref(UnsafeMutableRawPointer(texture))
+        print(saved ? "wrote \(path)" : "could not write \(path)")
+        print(grid?.statsText ?? "")
+        exit(saved ? 0 : 1)
+    }
+}
+
+let options = parse(CommandLine.arguments)
+GLibMainQueue.attach()
+do {
+    App.shared = try App(options: options)
+} catch {
+    FileHandle.standardError.write(Data("could not start the origin: \(error)\n".utf8))
+    exit(1)
+}
+let application = gtk_application_new("org.asyncimageview.Gallery", G_APPLICATION_NON_UNIQUE)!
+_ = aik_connect_object(
+    UnsafeMutableRawPointer(application), "activate",
+    { object, _ in App.shared?.activate(aik_gtk_application(UnsafeMutableRawPointer(object))) }, nil)
+// argv is ours (parsed above), not GTK's.
+let status = g_application_run(aik_application(UnsafeMutableRawPointer(application)), 0, nil)
+exit(status)
+#else
+print("asyncimage-gallery needs the trait GTKSupport: swift run --traits GTKSupport asyncimage-gallery")
+#endif
