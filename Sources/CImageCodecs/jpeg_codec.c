@@ -83,26 +83,26 @@ static void aiv_jpeg_progress_monitor(j_common_ptr cinfo) {
 }
 
 static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
-                                uint32_t min_width, uint32_t min_height, int tolerates_end_of_data,
+                                uint32_t scale_denom, int fancy_upsampling, int tolerates_end_of_data,
                                 const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                                 aiv_decode_result *result);
 
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
-                    uint32_t min_width, uint32_t min_height,
+                    uint32_t scale_denom, int fancy_upsampling,
                     const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                     aiv_decode_result *result) {
-    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 0, allocator, sink, result);
+    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, scale_denom, fancy_upsampling, 0, allocator, sink, result);
 }
 
 int aiv_jpeg_decode_preview(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
-                            uint32_t min_width, uint32_t min_height,
+                            uint32_t scale_denom, int fancy_upsampling,
                             const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                             aiv_decode_result *result) {
-    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, min_width, min_height, 1, allocator, sink, result);
+    return aiv_jpeg_decode_impl(data, size, max_pixels, max_scans, scale_denom, fancy_upsampling, 1, allocator, sink, result);
 }
 
 static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
-                                uint32_t min_width, uint32_t min_height, int tolerates_end_of_data,
+                                uint32_t scale_denom, int fancy_upsampling, int tolerates_end_of_data,
                                 const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                                 aiv_decode_result *result) {
     memset(result, 0, sizeof(*result));
@@ -154,23 +154,14 @@ static int aiv_jpeg_decode_impl(const uint8_t *data, size_t size, uint64_t max_p
         longjmp(err.jump, 1);
     }
 
-    /* Smallest DCT scale whose output still covers the requested size. */
-    unsigned denom = 1;
-    if (min_width > 0 || min_height > 0) {
-        static const unsigned candidates[] = { 8, 4, 2 };
-        for (int i = 0; i < 3; i++) {
-            unsigned d = candidates[i];
-            uint64_t w = ((uint64_t)cinfo.image_width + d - 1) / d;
-            uint64_t h = ((uint64_t)cinfo.image_height + d - 1) / d;
-            if (w >= min_width && h >= min_height) { denom = d; break; }
-        }
-    }
+    unsigned denom = (scale_denom == 2 || scale_denom == 4 || scale_denom == 8) ? scale_denom : 1;
     cinfo.scale_num = 1;
     cinfo.scale_denom = denom;
     cinfo.dct_method = JDCT_ISLOW;
-    /* A scaled decode is resized down afterwards: smoothing the chroma
-     * upsampling first buys nothing visible and costs a tenth of the time. */
-    if (denom > 1) cinfo.do_fancy_upsampling = FALSE;
+    /* The fast display path skips smoothing the chroma when it scales (a
+     * tenth of the time; its resize averages anyway); the quality path
+     * keeps it (without it, chroma edges come out blocky at 1/2 and 1/4). */
+    if (denom > 1 && !fancy_upsampling) cinfo.do_fancy_upsampling = FALSE;
 
     if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
         cinfo.out_color_space = JCS_CMYK;

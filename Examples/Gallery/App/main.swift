@@ -4,11 +4,15 @@
 //   swift run --traits GTKSupport asyncimage-gallery [--count N] [--latency MS] [--cell PT]
 //       [--screenshot FILE.png --after SECONDS]
 //       [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]]
+//       [--decoders N] [--spin N]
 //
 // --frame-times scrolls the grid at a steady speed on the frame clock (down,
 // then back to the top, and so on) after a second of warm-up, and prints the
 // frame clock's frame intervals (p50, p99, longest) and the main loop's time
 // in the library per frame; --no-loading binds cells without loading (GTK alone).
+// --decoders sets the loader's decoders (default: cores - 1, at least 1, so
+// the main loop keeps a core); --spin keeps N threads busy during the run
+// (GTK's frames with cores taken away: the floor a loaded scroll is held to).
 #if GTKSupport
 import AsyncImageGTK
 import AsyncImageGalleryKit
@@ -26,6 +30,9 @@ struct Options: Sendable {
     var frameTimes: Double?
     var loading = true
     var speed = 3_000.0
+    /// The loader's decoders: one core fewer than the machine has, at least 1.
+    var decoders = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+    var spin = 0
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -55,11 +62,13 @@ func parse(_ arguments: [String]) -> Options {
         case "--size":
             let parts = value(argument).split(separator: "x").compactMap { Int($0) }
             if parts.count == 2 { (options.width, options.height) = (parts[0], parts[1]) }
+        case "--decoders": options.decoders = max(1, number(argument))
+        case "--spin": options.spin = number(argument)
         case "--frame-times": options.frameTimes = Double(value(argument)) ?? 10
         case "--no-loading": options.loading = false
         case "--speed": options.speed = Double(number(argument))
         case "-h", "--help":
-            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]]")
+            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]] [--decoders N] [--spin N]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
@@ -83,9 +92,9 @@ final class App: @unchecked Sendable {
         origin = try GalleryOrigin(count: options.count, latency: options.latency)
         var configuration = AsyncImageLoader.Configuration(cache: ImageCache(), notificationCenter: NotificationCenter())
         configuration.concurrentLoads = 16
-        // The loader decodes on one thread per core (DecodeScheduler); it has
-        // no public setting for fewer, so "cores - 1" is not set here. The
-        // main thread never decodes either way.
+        // A desktop setting: decodes leave a core to GTK's main loop (which
+        // never decodes either way).
+        configuration.concurrentDecodes = options.decoders
         loader = AsyncImageLoader(configuration: configuration)
     }
 
@@ -125,6 +134,12 @@ final class App: @unchecked Sendable {
     func startScrolling() {
         guard let grid else { return }
         baseline = (GLibMainQueue.busyMicroseconds, AsyncImagePicture.tickMicroseconds, grid.handlerMicroseconds)
+        for _ in 0..<options.spin {
+            Thread.detachNewThread {
+                var x: UInt64 = 1
+                while true { x = x &* 6364136223846793005 &+ 1442695040888963407; if x == 0 { print(x) } }
+            }
+        }
         _ = gtk_widget_add_tick_callback(grid.gridView, { _, clock, _ in
             guard let app = App.shared else { return gboolean(0) }
             return app.scrollFrame(Int64(gdk_frame_clock_get_frame_time(clock))) ? gboolean(1) : gboolean(0)
@@ -161,7 +176,7 @@ final class App: @unchecked Sendable {
         let ticks = Double(AsyncImagePicture.tickMicroseconds - baseline.ticks) / 1000
         let handlers = Double(grid.handlerMicroseconds - baseline.handlers) / 1000
         let f = { (v: Double) in String(format: "%.2f", v) }
-        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off")")
+        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off"), decoders \(options.decoders), spinning threads \(options.spin)")
         print("frame interval ms: p50 \(f(percentile(0.5))) p99 \(f(percentile(0.99))) longest \(f(sorted.last ?? 0)); over 33 ms: \(sorted.filter { $0 > 33.4 }.count)")
         print("main loop in the library per frame ms: \(f((drain + ticks + handlers) / frames)) (deliveries \(f(drain / frames)), picture ticks \(f(ticks / frames)), bind/unbind \(f(handlers / frames)))")
         print(grid.statsText)

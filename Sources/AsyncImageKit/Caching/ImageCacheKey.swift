@@ -24,7 +24,9 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     /// The URL's absolute string, or the request's own key (``ImageRequest/init(url:targetSize:contentMode:scaling:maxPixels:maxFrames:priority:headers:cachePolicy:diskStorage:processors:key:)``).
     public var url: String { storage.url }
     /// `""` for a full-size decode without processors and with the default
-    /// colour management; otherwise e.g. `"256x256-fill"` (a colour
+    /// colour management; otherwise e.g. `"256x256-fill-hq"` (`hq`: the
+    /// default ``ResizeQuality/high``; ``ResizeQuality/fast`` has no part,
+    /// `"256x256-fill"`, the key of earlier versions; a colour
     /// management other than the default adds its part, such as
     /// `"256x256-fill-colour-off"` or `"colour-off"` at full size), followed
     /// by `|` and the processors' identifiers.
@@ -33,7 +35,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     var precomputedHash: Int { storage.hash }
 
     /// The key for `url` decoded with `options` (only the target size,
-    /// content mode, scaling and colour management matter; the pixel limit
+    /// content mode, scaling, resize quality and colour management matter; the pixel limit
     /// does not change the pixels).
     public init(url: URL, options: DecodingOptions = DecodingOptions()) {
         self.init(url: url.absoluteString, processing: Self.processingKey(options))
@@ -54,8 +56,10 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
             .filter { !$0.isEmpty }.joined(separator: "-")
         guard let size = options.targetSize else { return colour }
         let scaling = options.scaling.keyPart
+        let quality = options.resizeQuality.keyPart
         return "\(size.width)x\(size.height)-\(options.contentMode == .aspectFill ? "fill" : "fit")"
-            + (scaling.isEmpty ? "" : "-" + scaling) + (colour.isEmpty ? "" : "-" + colour)
+            + (scaling.isEmpty ? "" : "-" + scaling) + (quality.isEmpty ? "" : "-" + quality)
+            + (colour.isEmpty ? "" : "-" + colour)
     }
 
     /// Whether `processing` (a key's ``processing``) names an image as

@@ -159,7 +159,7 @@ public struct AVIFDecoder: ImageDecoding {
             width: stored.width, height: stored.height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
             originalSize: upright, loopCount: frameCount > 1 ? 0 : nil, decodeInfo: decodeInfo,
             opacity: !hasAlpha ? .opaque : resizes ? .unmeasured : .unknown)
-        if resizes { image = try ImageResizer.resize(image, to: storedTarget) }
+        if resizes { image = try ImageResizer.resize(image, to: storedTarget, quality: options.resizeQuality) }
         if orientation != .up { image = try OrientationTransform.apply(orientation, to: image) }
         return image
     }

@@ -41,6 +41,13 @@ public struct DecodingOptions: Sendable, Hashable {
     /// Part of the cache key when it is not the default. See <doc:ColourManagement>.
     public var colorManagement: ColorManagement
 
+    /// How a display-size decode reduces the image (default
+    /// ``ResizeQuality/high``: shrink-on-load with a margin, then Lanczos3
+    /// in linear light; ``ResizeQuality/fast``: the pixels of earlier
+    /// versions). Part of the cache key of a display size when
+    /// ``ResizeQuality/high`` (`hq`). No effect at full size.
+    public var resizeQuality: ResizeQuality = .high
+
     /// Decodes an animation's first frame alone, as a still (default
     /// false: every frame). What a thumbnail wants: ``AsyncImageLoader/encodedImage(for:encoding:)``
     /// answers with the first frame, and a 4 MB GIF of 10,000 frames costs

@@ -53,7 +53,7 @@ public struct GIFDecoder: ImageDecoding {
         }
         let image = try decoded.get()
         guard options.targetSize != nil else { return image }
-        return try ImageResizer.resize(image, to: options.naturalSize(for: image.size))
+        return try ImageResizer.resize(image, to: options.naturalSize(for: image.size), quality: options.resizeQuality)
     }
 
     /// The least a frame counts against the pixel limit: a frame's own

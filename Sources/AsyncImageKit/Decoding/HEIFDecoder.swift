@@ -163,6 +163,6 @@ public struct HEIFDecoder: ImageDecoding {
             width: width, height: height, bytesPerRow: bytesPerRow, frames: [ImageFrame(pixels: frame, duration: 0)],
             format: .heic, originalSize: full, decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: full),
             opacity: !hasAlpha ? .opaque : resizes ? .unmeasured : .unknown)
-        return resizes ? try ImageResizer.resize(image, to: natural) : image
+        return resizes ? try ImageResizer.resize(image, to: natural, quality: options.resizeQuality) : image
     }
 }

@@ -17,9 +17,10 @@ import Foundation
 /// so a half-decoded photo is never reported as a success.
 ///
 /// A downsampled decode uses libjpeg's DCT scaling (1/2, 1/4 or 1/8) to the
-/// smallest scale whose output still covers the target, then area-averages to
-/// the exact size: a 24-megapixel photo shown at 256x256 never allocates a
-/// full-size bitmap.
+/// smallest scale whose output still covers twice the target (once, with
+/// ``ResizeQuality/fast``), then resizes to the exact size as
+/// ``DecodingOptions/resizeQuality`` says: a 24-megapixel photo shown at
+/// 256x256 never allocates a full-size bitmap.
 public struct JPEGDecoder: ImageDecoding {
     /// Creates a JPEG decoder.
     public init() {}
@@ -39,6 +40,10 @@ public struct JPEGDecoder: ImageDecoding {
             let final = options.naturalSize(for: upright)
             storedTarget = orientation.swapsDimensions ? final.transposed : final
         }
+        // The DCT scale: ShrinkOnLoad's rule, which the progressive early end shares.
+        let denominator = storedTarget.map { target in
+            ShrinkOnLoad.jpegDenominator(source: header.size ?? target, final: target, quality: options.resizeQuality)
+        } ?? 1
 
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
@@ -46,7 +51,7 @@ public struct JPEGDecoder: ImageDecoding {
                 RowSink(stop: options.stop).withCSink { sink in
                     (options.isProgressivePreview ? aiv_jpeg_decode_preview : aiv_jpeg_decode)(
                         bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
-                        UInt32(storedTarget?.width ?? 0), UInt32(storedTarget?.height ?? 0), allocator, sink, &result)
+                        UInt32(denominator), options.resizeQuality == .high ? 1 : 0, allocator, sink, &result)
                 }
             }
         }
@@ -83,7 +88,7 @@ public struct JPEGDecoder: ImageDecoding {
             decodeInfo: DecodeInfo(scaleDenominator: Int(result.scale_denom), decodedSize: result.decodedSize),
             opacity: .opaque)  // JPEG has no alpha: every pixel is opaque
         if let storedTarget, storedTarget != image.size {
-            image = try ImageResizer.resize(image, to: storedTarget)
+            image = try ImageResizer.resize(image, to: storedTarget, quality: options.resizeQuality)
         }
         if orientation != .up {
             image = try OrientationTransform.apply(orientation, to: image)

@@ -217,6 +217,6 @@ public struct JXLDecoder: ImageDecoding {
             originalSize: upright,
             loopCount: animated && frames.count > 1 ? WebPDecoder.loopCount(forPlayCount: Int(info.animation.num_loops)) : nil,
             decodeInfo: decodeInfo, opacity: info.alpha_bits == 0 ? .opaque : resizes ? .unmeasured : .unknown)
-        return resizes ? try ImageResizer.resize(image, to: natural) : image
+        return resizes ? try ImageResizer.resize(image, to: natural, quality: options.resizeQuality) : image
     }
 }

@@ -58,7 +58,7 @@ public struct PNGDecoder: ImageDecoding {
             frames: [ImageFrame(pixels: pixels, duration: 0)], format: .png, originalSize: upright,
             decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: stored), opacity: opacity)
         if let resized {
-            image = try ImageResizer.resize(image, to: resized)
+            image = try ImageResizer.resize(image, to: resized, quality: options.resizeQuality)
         }
         if orientation != .up {
             image = try OrientationTransform.apply(orientation, to: image)

@@ -95,8 +95,11 @@ public struct WebPDecoder: ImageDecoding {
         }
 
         let full = PixelSize(width: width, height: height)
-        let output = options.targetSize == nil ? full : options.naturalSize(for: full)
-        guard output.width > 0, output.height > 0 else { throw failure(.pixels, "cannot scale to \(output)") }
+        let final = options.targetSize == nil ? full : options.naturalSize(for: full)
+        guard final.width > 0, final.height > 0 else { throw failure(.pixels, "cannot scale to \(final)") }
+        // libwebp's own scaling stops at ShrinkOnLoad's margin; the resize does the rest.
+        let output = options.targetSize == nil
+            ? full : ShrinkOnLoad.webpDecodeSize(source: full, final: final, quality: options.resizeQuality)
 
         var config = WebPDecoderConfig()
         guard WebPInitDecoderConfig(&config) != 0 else { throw failure(.header, "libwebp's ABI does not match its headers") }
@@ -125,11 +128,12 @@ public struct WebPDecoder: ImageDecoding {
         // After libwebp's scaling: the fewest pixels.
         colorTransform(bytes, count: count, options: options)?.apply(
             buffer, width: output.width, height: output.height, bytesPerRow: bytesPerRow)
-        return Image(
+        let image = Image(
             width: output.width, height: output.height, bytesPerRow: bytesPerRow,
             frames: [ImageFrame(pixels: PixelMemory.data(taking: buffer, count: size), duration: 0)], format: .webp,
             originalSize: full, decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: output),
             opacity: .opaque(if: !hasAlpha))
+        return try ImageResizer.resize(image, to: final, quality: options.resizeQuality)
     }
 
     private func decodeAnimation(
@@ -211,7 +215,7 @@ public struct WebPDecoder: ImageDecoding {
             loopCount: Self.loopCount(forPlayCount: Int(info.loop_count)), decodeInfo: decodeInfo,
             opacity: resizes ? .unmeasured : .unknown)
         guard resizes else { return image }
-        return try ImageResizer.resize(image, to: natural)
+        return try ImageResizer.resize(image, to: natural, quality: options.resizeQuality)
     }
 
     /// The conversion of the `ICCP` chunk's profile to sRGB, `nil` without one.

@@ -7,7 +7,7 @@ extension AsyncImageLoader {
     /// request's ``ImageRequest/cachePolicy``. (ThumbnailService's
     /// `hasDiskCacheForRequest`.)
     public func hasCachedImage(for request: ImageRequest) -> Bool {
-        let request = request.resolvingColorManagement(colorManagement)
+        let request = request.resolving(requestDefaults)
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
         let (hit, refusal) = lookUp(request, in: cache)
@@ -24,7 +24,7 @@ extension AsyncImageLoader {
     /// or not at all (ThumbnailService's synchronous execution). Follows the
     /// request's ``ImageRequest/cachePolicy`` and pixel limit; posts nothing.
     public func cachedImage(for request: ImageRequest) -> Image? {
-        let request = request.resolvingColorManagement(colorManagement)
+        let request = request.resolving(requestDefaults)
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
         // The memory lookup a load makes (a URL the policy refuses is not

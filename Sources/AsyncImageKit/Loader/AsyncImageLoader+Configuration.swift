@@ -99,6 +99,13 @@ extension AsyncImageLoader {
         /// decoded with, so loaders that share a cache never mix the two.
         /// See <doc:ColourManagement>.
         public var colorManagement: ColorManagement = .default
+        /// How display sizes are reached, for every request that does not
+        /// say (its ``ImageRequest/resizeQuality`` is nil). Default
+        /// ``ResizeQuality/high``: shrink-on-load to twice the size, then
+        /// Lanczos3 in linear light; ``ResizeQuality/fast`` keeps the
+        /// pixels, cost and cache keys of earlier versions. Requests are
+        /// cached under the quality they were decoded with.
+        public var resizeQuality: ResizeQuality = .high
         /// The share of ``concurrentLoads`` that prefetch transfers may hold
         /// while visible requests wait (default 0.5, rounded down: one of two
         /// slots). With nothing visible waiting, prefetching may use every slot.
@@ -117,6 +124,14 @@ extension AsyncImageLoader {
         /// rest. A service that loads from one origin only (an object store)
         /// sets 1. Fixed for the loader's life.
         public var originShare: Double = 1
+        /// The most decodes at once (default
+        /// ``AsyncImageLoader/defaultConcurrentDecodes``: one per core;
+        /// values below 1 count as 1). Decoding is CPU-bound, so a desktop
+        /// program that draws on its main loop sets one core fewer
+        /// (`max(1, cores - 1)`) and the loader's decodes leave that core
+        /// to the main loop; a body that waits for a decoder keeps its
+        /// transfer slot (``concurrentLoads``). Fixed for the loader's life.
+        public var concurrentDecodes: Int = AsyncImageLoader.defaultConcurrentDecodes
         /// The order among waiting requests of equal priority, for transfer
         /// slots and then decoders (default ``QueueOrder/lifo``, for screens;
         /// ``QueueOrder/fifo`` for services). Fixed for the loader's life.

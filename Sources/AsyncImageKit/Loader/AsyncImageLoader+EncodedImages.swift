@@ -73,7 +73,7 @@ extension AsyncImageLoader {
     public func encodedImage(for request: ImageRequest, encoding: ImageEncoding = .automatic) async throws
         -> EncodedImage
     {
-        var request = request.resolvingColorManagement(colorManagement)
+        var request = request.resolving(requestDefaults)
         let (cache, loaderTimeout) = state.withLock { ($0.cache, $0.requestTimeout) }
         let (hit, refusal) = lookUp(request, in: cache)
         let asked = ProcessInfo.processInfo.systemUptime

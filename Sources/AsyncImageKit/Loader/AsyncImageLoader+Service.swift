@@ -34,9 +34,9 @@ extension AsyncImageLoader.Configuration {
     /// quarters (its ``ImageCache/totalCostLimit``), the pool one quarter
     /// (its ``PixelBufferPool/byteLimit``). What a busy service holds beyond
     /// them is the decodes running now, each at most its decode buffer (one
-    /// per core: ``LoaderActivity/decoding``), and the bodies in flight
+    /// per decoder: ``concurrentDecodes``, ``LoaderActivity/decoding``), and the bodies in flight
     /// (each at most ``TransportConfiguration/maxBodySize``). So its
-    /// resident memory stays within `memoryBudget` + cores x the largest
+    /// resident memory stays within `memoryBudget` + decoders x the largest
     /// decode buffer admitted (4 bytes x ``DecodingOptions/maxPixels``, or
     /// less with a display size: a JPEG decodes at its scaled size) + the
     /// process's idle size.

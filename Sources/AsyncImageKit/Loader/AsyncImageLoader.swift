@@ -116,8 +116,8 @@ public final class AsyncImageLoader: Sendable {
     let networkStatusQueue = DispatchQueue(label: "AsyncImageKit.network-status", qos: .userInitiated)
     let dataLoader: any DataLoading
     let decoders: ImageDecoderRegistry
-    /// The colour management of requests that do not name their own.
-    let colorManagement: ColorManagement
+    /// The colour management and resize quality of requests that do not name their own.
+    let requestDefaults: RequestDefaults
     /// Whether the network can be reached (nil: the loader is never offline).
     let reachability: (any NetworkReachability)?
     /// The `Accept` header its transfers send for requests that name none
@@ -129,7 +129,8 @@ public final class AsyncImageLoader: Sendable {
     public init(configuration: Configuration) {
         dataLoader = configuration.dataLoader
         decoders = configuration.decoders
-        colorManagement = configuration.colorManagement
+        requestDefaults = RequestDefaults(
+            colorManagement: configuration.colorManagement, resizeQuality: configuration.resizeQuality)
         reachability = configuration.reachability
         acceptHeader = configuration.acceptHeader ?? configuration.decoders.acceptHeader
         state = Locked(LoaderState(configuration, accept: acceptHeader))
@@ -202,6 +203,11 @@ extension AsyncImageLoader {
     /// last cell of a screen about 20 round trips behind the first.)
     public static let defaultConcurrentLoads = 32
 
+    /// The most decodes at once unless a configuration says otherwise
+    /// (``Configuration/concurrentDecodes``): one per core, as the system
+    /// reports them when the process starts, at least 1.
+    public static let defaultConcurrentDecodes = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
     /// Where decoded images are kept (nil: no caching). A change affects later requests only.
     public var cache: (any ImageCaching)? {
         get { state.withLock { $0.cache } }
@@ -211,7 +217,8 @@ extension AsyncImageLoader {
     /// The most transfers in flight at once (default ``defaultConcurrentLoads``,
     /// 32): a true cap, HTTP/2 streams included. A transfer keeps its slot
     /// until a decoder takes its body, so no more than this many bodies wait
-    /// undecoded; decodes run one per core while the next transfers proceed.
+    /// undecoded; decodes run one per core (``Configuration/concurrentDecodes``)
+    /// while the next transfers proceed.
     /// (While the loader is offline, jobs, which then read the disk, take
     /// slots of a second set of this many, so that they do not wait behind
     /// transfers that started before the network went down: see

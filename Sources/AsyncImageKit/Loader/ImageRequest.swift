@@ -5,8 +5,8 @@ import Logging
 ///
 /// Two requests with the same ``cacheKey`` share one transfer and one decode.
 /// Requests are equal when their URL, options, processors (by identifier),
-/// key, priority, headers, policies, cache class, timeout, retry policy and
-/// colour management are.
+/// key, priority, headers, policies, cache class, timeout, retry policy,
+/// colour management and resize quality are.
 public struct ImageRequest: Sendable, Hashable {
     /// The image's URL (`http`, `https` or `file`).
     public let url: URL
@@ -27,6 +27,18 @@ public struct ImageRequest: Sendable, Hashable {
     public var colorManagement: ColorManagement? {
         didSet {
             options.colorManagement = colorManagement ?? .default
+            rekey()
+        }
+    }
+
+    /// How a display size is reached: `nil` (the default) follows the
+    /// loader's ``AsyncImageLoader/Configuration/resizeQuality``; a value
+    /// here replaces it (``ResizeQuality/fast``: the pixels, cost and cache
+    /// key of earlier versions). Setting it updates ``options`` and
+    /// ``cacheKey``. No effect at full size.
+    public var resizeQuality: ResizeQuality? {
+        didSet {
+            options.resizeQuality = resizeQuality ?? .high
             rekey()
         }
     }
@@ -61,13 +73,17 @@ public struct ImageRequest: Sendable, Hashable {
         return headers
     }
 
-    /// This request as a loader whose default is `loaderDefault` makes it:
-    /// itself when it names its own colour management or the default is
-    /// the standard one, else a copy with `loaderDefault` (and its key).
-    func resolvingColorManagement(_ loaderDefault: ColorManagement) -> ImageRequest {
-        guard colorManagement == nil, loaderDefault != options.colorManagement else { return self }
+    /// This request as a loader with `defaults` makes it: each setting the
+    /// request leaves nil (``colorManagement``, ``resizeQuality``) takes
+    /// the loader's; itself when nothing changes, else a copy (and its key).
+    func resolving(_ defaults: RequestDefaults) -> ImageRequest {
         var copy = self
-        copy.colorManagement = loaderDefault
+        if colorManagement == nil, defaults.colorManagement != options.colorManagement {
+            copy.colorManagement = defaults.colorManagement
+        }
+        if resizeQuality == nil, defaults.resizeQuality != options.resizeQuality {
+            copy.resizeQuality = defaults.resizeQuality
+        }
         return copy
     }
     /// What runs on the decoded image, in order (see ``ImageProcessing``).
@@ -243,6 +259,7 @@ extension ImageRequest {
             && lhs.diskStorage == rhs.diskStorage && lhs.processors.keyPart == rhs.processors.keyPart
             && lhs.wantsPreviews == rhs.wantsPreviews && lhs.cacheClass == rhs.cacheClass && lhs.timeout == rhs.timeout
             && lhs.retryPolicy == rhs.retryPolicy && lhs.colorManagement == rhs.colorManagement
+            && lhs.resizeQuality == rhs.resizeQuality
     }
 
     /// Hashes the URL and the cache key (which names the processors).
@@ -250,4 +267,12 @@ extension ImageRequest {
         hasher.combine(url)
         hasher.combine(cacheKey)
     }
+}
+
+/// What a loader fills in for the settings its requests leave nil
+/// (``ImageRequest/colorManagement``, ``ImageRequest/resizeQuality``): its
+/// configuration's, applied once as a request comes in.
+struct RequestDefaults: Sendable, Hashable {
+    var colorManagement: ColorManagement
+    var resizeQuality: ResizeQuality
 }

@@ -25,7 +25,7 @@ extension AsyncImageLoader {
         failure: ImageFailureAction? = nil
     ) -> ImageSequenceTask {
         let sequence = ImageSequenceTask(
-            loader: self, requests: requests.map { $0.resolvingColorManagement(colorManagement) }, target: target, success: success, failure: failure)
+            loader: self, requests: requests.map { $0.resolving(requestDefaults) }, target: target, success: success, failure: failure)
         sequence.advance(from: 0)
         return sequence
     }

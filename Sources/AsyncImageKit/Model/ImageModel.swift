@@ -219,7 +219,7 @@ public final class ImageModel: @unchecked Sendable {
             return fields.generation
         }
         // The memory cache first, on this thread: "loaded instantly".
-        let cached = request.cachePolicy.contains(.skipMemoryReads) ? nil : loader.cache?.image(for: request.cacheKey)
+        let cached = loader.memoryCachedImage(for: request)
         if let cached {
             let response = ImageResponse(image: cached, url: request.url, source: .memoryCache, isStale: false)
             let now = clock()

@@ -184,12 +184,11 @@ public final class PhotoAlbum: @unchecked Sendable {
 
     /// The state of `index` from memory (and what is loading).
     private func current(_ index: Int, knownBest: SizeClass? = nil) -> PhotoState {
-        let cache = loader.cache
         var image: Image?
         var sizeClass = SizeClass.none
-        if let original = cache?.image(for: originalRequest(at: index).cacheKey) {
+        if let original = loader.memoryCachedImage(for: originalRequest(at: index)) {
             (image, sizeClass) = (original, .original)
-        } else if let thumbnail = cache?.image(for: thumbnailRequest(at: index).cacheKey) {
+        } else if let thumbnail = loader.memoryCachedImage(for: thumbnailRequest(at: index)) {
             (image, sizeClass) = (thumbnail, .thumbnail)
         }
         let (loading, known) = fields.withLock { fields -> (Bool, PixelSize?) in
@@ -208,9 +207,8 @@ public final class PhotoAlbum: @unchecked Sendable {
     /// Starts the thumbnail (unless the original or the thumbnail is in
     /// memory) then the original for `index`, or raises their priority.
     private func start(_ index: Int, priority: ImagePriority) {
-        let cache = loader.cache
-        let hasOriginal = cache?.image(for: originalRequest(at: index).cacheKey) != nil
-        let hasThumbnail = hasOriginal || cache?.image(for: thumbnailRequest(at: index).cacheKey) != nil
+        let hasOriginal = loader.memoryCachedImage(for: originalRequest(at: index)) != nil
+        let hasThumbnail = hasOriginal || loader.memoryCachedImage(for: thumbnailRequest(at: index)) != nil
         let (slot, existing) = fields.withLock { fields -> (Slot, [ImageTask]) in
             let slot = fields.slots[index] ?? Slot()
             fields.slots[index] = slot

@@ -1,17 +1,21 @@
 import Foundation
 
-/// Resizes RGBA images with area averaging (an exact box filter): each output
-/// pixel is the coverage-weighted mean of the source pixels under it.
+/// Resizes RGBA images, as a ``ResizeQuality`` says:
+/// ``resize(_:to:quality:)`` with ``ResizeQuality/high`` boxes a large
+/// image down to about twice the size, then filters it with Lanczos3, both in
+/// linear light; ``resize(_:to:)`` (``ResizeQuality/fast``) is an area
+/// average (an exact box filter: each output pixel the coverage-weighted
+/// mean of the source pixels under it), bilinear where a side grows.
 ///
-/// Averaging is alpha-weighted (done on premultiplied values), so transparent
-/// pixels do not darken the edges of opaque ones. Meant for downscaling; when
-/// a side grows, it is interpolated bilinearly.
+/// Both are alpha-weighted (done on premultiplied values), so transparent
+/// pixels do not darken the edges of opaque ones.
 public enum ImageResizer {
     /// How a resize filters.
     ///
-    /// Package-internal while the quality path is measured and wired (the
-    /// thumbnail-quality work: shrink-on-load with a margin, then this
-    /// filter, behind one setting); ``resize(_:to:)`` is ``areaAverage``.
+    /// The public choice is ``ResizeQuality`` (``resize(_:to:quality:)``):
+    /// ``ResizeQuality/fast`` is ``areaAverage``, ``ResizeQuality/high``
+    /// ``lanczos3`` after a box. (Lanczos3 was chosen over Mitchell and Magic
+    /// Kernel Sharp 2021 from the figures: BENCHMARKS.md, *Thumbnail quality*.)
     package enum Filter: Sendable, Hashable {
         /// An exact box (area average) over the stored values, bilinear
         /// where a side grows: fast, and what every resize has done so far.
@@ -25,27 +29,50 @@ public enum ImageResizer {
         case lanczos3
     }
 
-    /// `image` resized to `size` (every frame); the image itself when the size is unchanged.
+    /// `image` resized to `size` (every frame) with the area average
+    /// (``ResizeQuality/fast``, the pixels of earlier versions); the image
+    /// itself when the size is unchanged.
     public static func resize(_ image: Image, to size: PixelSize) throws(AsyncImageError) -> Image {
         try resize(image, to: size, filter: .areaAverage)
     }
 
-    /// `image` resized to `size` with `filter` (every frame); the image
-    /// itself when the size is unchanged.
-    package static func resize(_ image: Image, to size: PixelSize, filter: Filter) throws(AsyncImageError) -> Image {
+    /// `image` resized to `size` as `quality` says (every frame); the
+    /// image itself when the size is unchanged. ``ResizeQuality/fast`` is
+    /// ``resize(_:to:)``; ``ResizeQuality/high`` reduces by an integer box
+    /// in linear light to about twice `size` first (when the image is
+    /// larger than that), then filters with Lanczos3 in linear light.
+    public static func resize(_ image: Image, to size: PixelSize, quality: ResizeQuality) throws(AsyncImageError) -> Image {
+        switch quality {
+        case .fast: try resize(image, to: size, filter: .areaAverage)
+        case .high:
+            try resize(
+                image, to: size, filter: .lanczos3,
+                box: ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .high))
+        }
+    }
+
+    /// `image` resized to `size` with `filter` (every frame), after an
+    /// integer `box` reduction (Lanczos3 only: in linear light, each block
+    /// of `box.x` x `box.y` pixels averaged, the last ones at the right and
+    /// bottom edges over what is left); the image itself when the size is
+    /// unchanged.
+    package static func resize(
+        _ image: Image, to size: PixelSize, filter: Filter, box: (x: Int, y: Int) = (1, 1)
+    ) throws(AsyncImageError) -> Image {
         guard size != image.size else { return image }
         guard size.width > 0, size.height > 0 else {
             throw .decoding(
                 DecodingFailure(format: image.format, stage: .pixels, reason: "cannot resize to \(size)"), url: nil)
         }
         let linear = filter == .lanczos3
+        let box = linear ? Box(x: box.x, y: box.y, source: image.size) : Box(x: 1, y: 1, source: image.size)
         let horizontal =
             linear
-            ? Weights(source: image.width, destination: size.width, kernel: Weights.lanczos3, support: 3)
+            ? Weights(source: box.reduced.width, destination: size.width, kernel: Weights.lanczos3, support: 3)
             : Weights(source: image.width, destination: size.width)
         let vertical =
             linear
-            ? Weights(source: image.height, destination: size.height, kernel: Weights.lanczos3, support: 3)
+            ? Weights(source: box.reduced.height, destination: size.height, kernel: Weights.lanczos3, support: 3)
             : Weights(source: image.height, destination: size.height)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(image.frames.count)
@@ -56,7 +83,8 @@ public enum ImageResizer {
                 frame.pixels.withUnsafeBytes { raw in
                     let alpha = resample(
                         raw.bindMemory(to: UInt8.self).baseAddress!, bytesPerRow: image.bytesPerRow,
-                        into: out, horizontal: horizontal, vertical: vertical, linear: linear)
+                        into: out, horizontal: horizontal, vertical: vertical, linear: linear, box: box,
+                        opaque: image.isOpaque)
                     if alpha != 255 { opaque = false }
                 }
             }
@@ -66,6 +94,28 @@ public enum ImageResizer {
             width: size.width, height: size.height, bytesPerRow: size.width * 4, frames: frames,
             format: image.format, originalSize: image.originalSize, orientation: image.orientation,
             loopCount: image.loopCount, decodeInfo: image.decodeInfo, opacity: opaque ? .opaque : .notOpaque)
+    }
+
+    /// An integer box reduction before the filter: blocks of `x` by `y`
+    /// source pixels, each averaged into one (the last column and row of
+    /// blocks over what is left of the source).
+    struct Box {
+        let x: Int
+        let y: Int
+        /// The source's size.
+        let source: PixelSize
+        /// The size after the box: the source's, divided and rounded up.
+        let reduced: PixelSize
+
+        init(x: Int, y: Int, source: PixelSize) {
+            self.x = max(1, x)
+            self.y = max(1, y)
+            self.source = source
+            reduced = PixelSize(width: (source.width + self.x - 1) / self.x, height: (source.height + self.y - 1) / self.y)
+        }
+
+        /// Whether it does nothing.
+        var isIdentity: Bool { x == 1 && y == 1 }
     }
 
     /// For each destination index along one axis, the source pixels it covers
@@ -177,12 +227,14 @@ public enum ImageResizer {
     @discardableResult
     static func resample(
         _ source: UnsafePointer<UInt8>, bytesPerRow: Int,
-        into out: UnsafeMutablePointer<UInt8>, horizontal: Weights, vertical: Weights, linear: Bool = false
+        into out: UnsafeMutablePointer<UInt8>, horizontal: Weights, vertical: Weights, linear: Bool = false,
+        box: Box? = nil, opaque: Bool = false
     ) -> UInt8 {
         var alpha: UInt8 = 255
         let width = horizontal.start.count
         let height = vertical.start.count
-        let sourceWidth = horizontal.sourceCount
+        let box = box ?? Box(x: 1, y: 1, source: PixelSize(width: horizontal.sourceCount, height: vertical.sourceCount))
+        let sourceWidth = box.source.width
         let ringSize = vertical.taps
         let ring = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: width * ringSize)
         var ringRows = [Int](repeating: -1, count: ringSize)
@@ -197,7 +249,7 @@ public enum ImageResizer {
             horizontal.start.withUnsafeBufferPointer { starts in
                 let taps = Taps(
                     weights: hw.baseAddress!, starts: starts.baseAddress!, taps: horizontal.taps, width: width,
-                    expanded: expanded, sourceWidth: sourceWidth, linear: linear)
+                    expanded: expanded, sourceWidth: sourceWidth, linear: linear, box: box, opaque: opaque)
                 vertical.values.withUnsafeBufferPointer { vw in
                     for y in 0..<height {
                         let first = vertical.start[y]
@@ -210,7 +262,14 @@ public enum ImageResizer {
                             let slot = s % ringSize
                             let resampled = ring + slot * width
                             if ringRows[slot] != s {
-                                taps.resampleRow(source + s * bytesPerRow, into: resampled)
+                                if box.isIdentity {
+                                    taps.resampleRow(source + s * bytesPerRow, into: resampled)
+                                } else {
+                                    let rows = min(box.y, box.source.height - s * box.y)
+                                    taps.resampleBlockRow(
+                                        source + s * box.y * bytesPerRow, rows: rows, bytesPerRow: bytesPerRow,
+                                        into: resampled)
+                                }
                                 ringRows[slot] = s
                             }
                             if started {
@@ -242,13 +301,25 @@ public enum ImageResizer {
         let sourceWidth: Int
         /// Linear light, alpha in 0...1 (else the stored values, alpha in 0...255).
         let linear: Bool
+        /// The box before the filter (linear light only).
+        let box: Box
+        /// Every source alpha is 255 (known without a scan): linear light skips premultiplying.
+        let opaque: Bool
 
         /// Resamples one RGBA row to `width` premultiplied pixels (alpha in lane 3).
         @inline(__always)
         func resampleRow(_ source: UnsafePointer<UInt8>, into out: UnsafeMutablePointer<SIMD4<Float>>) {
             // Each source pixel is converted once, though it may fall under two output pixels.
             var p = source
-            if linear {
+            if linear && opaque {
+                // Every alpha is 255: nothing to premultiply.
+                LinearLight.decode.withUnsafeBufferPointer { table in
+                    for x in 0..<sourceWidth {
+                        expanded[x] = SIMD4<Float>(table[Int(p[0])], table[Int(p[1])], table[Int(p[2])], 1)
+                        p += 4
+                    }
+                }
+            } else if linear {
                 LinearLight.decode.withUnsafeBufferPointer { table in
                     for x in 0..<sourceWidth {
                         let alpha = Float(p[3]) * (1 / 255)
@@ -264,12 +335,79 @@ public enum ImageResizer {
                     p += 4
                 }
             }
+            filter(into: out)
+        }
+
+        /// Averages `rows` source rows (from `source`, `bytesPerRow`
+        /// apart) in blocks of ``Box/x`` pixels, in linear light and
+        /// premultiplied, into one row of the reduced grid, then filters it
+        /// to `width` pixels.
+        func resampleBlockRow(
+            _ source: UnsafePointer<UInt8>, rows: Int, bytesPerRow: Int, into out: UnsafeMutablePointer<SIMD4<Float>>
+        ) {
+            let reducedWidth = box.reduced.width
+            LinearLight.decode.withUnsafeBufferPointer { table in
+                for j in 0..<reducedWidth {
+                    let first = j * box.x
+                    let end = min(sourceWidth, first + box.x)
+                    var sum = SIMD4<Float>()
+                    for r in 0..<rows {
+                        var p = source + r * bytesPerRow + first * 4
+                        if opaque {
+                            for _ in first..<end {
+                                sum += SIMD4<Float>(table[Int(p[0])], table[Int(p[1])], table[Int(p[2])], 1)
+                                p += 4
+                            }
+                        } else {
+                            for _ in first..<end {
+                                let alpha = Float(p[3]) * (1 / 255)
+                                sum += SIMD4<Float>(
+                                    table[Int(p[0])] * alpha, table[Int(p[1])] * alpha, table[Int(p[2])] * alpha, alpha)
+                                p += 4
+                            }
+                        }
+                    }
+                    expanded[j] = sum * (1 / Float((end - first) * rows))
+                }
+            }
+            filter(into: out)
+        }
+
+        /// Filters ``expanded`` to `width` pixels with the horizontal weights.
+        @inline(__always)
+        private func filter(into out: UnsafeMutablePointer<SIMD4<Float>>) {
             var w = weights
+            guard linear else {
+                // The area average's order of sums, kept: `.fast` stays byte-identical.
+                for x in 0..<width {
+                    let e = expanded + starts[x]
+                    var sum = SIMD4<Float>()
+                    for k in 0..<taps { sum += e[k] * w[k] }
+                    out[x] = sum
+                    w += taps
+                }
+                return
+            }
+            // Four sums in turn, not one: one sum is a chain of dependent
+            // additions (a few cycles each), four run side by side; Lanczos
+            // windows are wide (6 x the scale taps), so this is most of its time.
+            let quads = taps & ~3
             for x in 0..<width {
                 let e = expanded + starts[x]
-                var sum = SIMD4<Float>()
-                for k in 0..<taps { sum += e[k] * w[k] }
-                out[x] = sum
+                var s0 = SIMD4<Float>(), s1 = SIMD4<Float>(), s2 = SIMD4<Float>(), s3 = SIMD4<Float>()
+                var k = 0
+                while k < quads {
+                    s0 += e[k] * w[k]
+                    s1 += e[k + 1] * w[k + 1]
+                    s2 += e[k + 2] * w[k + 2]
+                    s3 += e[k + 3] * w[k + 3]
+                    k += 4
+                }
+                while k < taps {
+                    s0 += e[k] * w[k]
+                    k += 1
+                }
+                out[x] = (s0 + s1) + (s2 + s3)
                 w += taps
             }
         }

@@ -138,13 +138,15 @@ int aiv_png_decode(const uint8_t *data, size_t size, uint64_t max_pixels,
                    const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                    aiv_decode_result *result);
 
-/* Decode a whole JPEG. min_width/min_height (0 = full size): choose the
- * smallest DCT scale (1/2, 1/4, 1/8) whose output is still at least that big.
+/* Decode a whole JPEG at 1/scale_denom of its size (1, 2, 4 or 8: libjpeg's
+ * DCT scaling; the caller chooses it, Swift's ShrinkOnLoad, the one rule).
+ * fancy_upsampling: smooth chroma upsampling on a scaled decode (a full-size
+ * decode always has it; the fast display path turns it off when scaling).
  * Any libjpeg warning (corrupt data, premature end) is a failure, as with
  * `djpeg -strict`. Output layout is RGBA, or CMYK for CMYK/YCCK files.
  * A progressive file with more than max_scans scans fails at stage LIMITS. */
 int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
-                    uint32_t min_width, uint32_t min_height,
+                    uint32_t scale_denom, int fancy_upsampling,
                     const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                     aiv_decode_result *result);
 
@@ -153,7 +155,7 @@ int aiv_jpeg_decode(const uint8_t *data, size_t size, uint64_t max_pixels, int m
  * "premature end" warning is not an error here: the image comes out with
  * the scans received. Every other warning still fails the decode. */
 int aiv_jpeg_decode_preview(const uint8_t *data, size_t size, uint64_t max_pixels, int max_scans,
-                            uint32_t min_width, uint32_t min_height,
+                            uint32_t scale_denom, int fancy_upsampling,
                             const aiv_pixel_allocator *allocator, const aiv_row_sink *sink,
                             aiv_decode_result *result);
 

@@ -208,14 +208,14 @@ final class ColourManagementTests: XCTestCase {
         XCTAssertEqual(ImageFileProperties(data: png)?.colorProfile?.colorSpace, .gray)
     }
 
-    /// A DCT-scaled decode (1/4) converts too: each patch's centre is the
-    /// full-size decode's within 1 ΔE00.
+    /// A DCT-scaled decode (1/2: the quality path's margin) converts too:
+    /// each patch's centre is the full-size decode's within 1 ΔE00.
     func testScaledJPEGIsConverted() throws {
         let big = ColourFixtures.chart(patch: 64)
         let tagged = ColourFixtures.jpeg(try JPEGEncoder(quality: 98).encode(big), profile: try p3())
         let full = try decode(tagged)
         let small = try decode(tagged, DecodingOptions(targetSize: PixelSize(width: 96, height: 64)))
-        XCTAssertEqual(small.decodeInfo.scaleDenominator, 4)
+        XCTAssertEqual(small.decodeInfo.scaleDenominator, 2)
         for patch in 0..<24 {
             let a = full.pixel(x: (patch % 6) * 64 + 32, y: (patch / 6) * 64 + 32)
             let b = small.pixel(x: (patch % 6) * 16 + 8, y: (patch / 6) * 16 + 8)
@@ -316,17 +316,18 @@ final class ColourManagementTests: XCTestCase {
 
         var sized = ImageRequest(url: url, targetSize: PixelSize(width: 64, height: 64))
         sized.colorManagement = ColorManagement(intent: .perceptual, usesBlackPointCompensation: true)
-        XCTAssertEqual(sized.cacheKey.processing, "64x64-fill-colour-perceptual-bpc")
+        XCTAssertEqual(sized.cacheKey.processing, "64x64-fill-hq-colour-perceptual-bpc")
         sized.colorManagement = nil
-        XCTAssertEqual(sized.cacheKey.processing, "64x64-fill")
+        XCTAssertEqual(sized.cacheKey.processing, "64x64-fill-hq")
         XCTAssertEqual(ImageCacheKey(url: url, options: DecodingOptions(colorManagement: .off)).processing, "colour-off")
 
         // A loader's default fills in requests that name none, and only those.
-        XCTAssertEqual(plain.resolvingColorManagement(.off).cacheKey.processing, "colour-off")
-        XCTAssertEqual(plain.resolvingColorManagement(.default).cacheKey, plain.cacheKey)
+        let off = RequestDefaults(colorManagement: .off, resizeQuality: .high)
+        XCTAssertEqual(plain.resolving(off).cacheKey.processing, "colour-off")
+        XCTAssertEqual(plain.resolving(RequestDefaults(colorManagement: .default, resizeQuality: .high)).cacheKey, plain.cacheKey)
         var own = plain
         own.colorManagement = .default
-        XCTAssertEqual(own.resolvingColorManagement(.off).cacheKey.processing, "")
+        XCTAssertEqual(own.resolving(off).cacheKey.processing, "")
     }
 
     /// A loader with conversion off and one with it on, sharing a memory

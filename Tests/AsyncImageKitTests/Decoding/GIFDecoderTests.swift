@@ -170,7 +170,7 @@ final class GIFDecoderTests: XCTestCase {
         XCTAssertEqual(request.cacheKey.processing, "first-frame-colour-off")
         var thumbnail = ImageRequest(url: url, sizing: .fitInside(PixelSize(width: 64, height: 64)))
         thumbnail.firstFrameOnly = true
-        XCTAssertEqual(thumbnail.cacheKey.processing, "64x64-fit-fitcrops-first-frame")
+        XCTAssertEqual(thumbnail.cacheKey.processing, "64x64-fit-fitcrops-hq-first-frame")
     }
 
     /// A decode asked to stop (nobody waits for it) stops between frames,

@@ -80,43 +80,68 @@ final class JPEGDecoderTests: XCTestCase {
         }
     }
 
-    /// A big photo shown small is decoded with DCT scaling: the full-size bitmap never exists.
+    /// A big photo shown small is decoded with DCT scaling: the full-size
+    /// bitmap never exists. ``ResizeQuality/high`` (the default) stops at
+    /// twice the final size or more (ShrinkOnLoad's margin), ``ResizeQuality/fast``
+    /// at the final size.
     func testDownsampledDecodeUsesDCTScaling() throws {
         let source = SyntheticImage.quadrants(width: 2400, height: 1600)
         let jpeg = try JPEGEncoder(quality: 85).encode(source)
         let target = PixelSize(width: 256, height: 256)
 
+        // Fill: 384x256 final, so at least 768x512: 1/2 (1200x800); 1/4 would be 600x400.
         let filled = try JPEGDecoder().decode(jpeg, options: DecodingOptions(targetSize: target))
         XCTAssertEqual(filled.size, PixelSize(width: 384, height: 256))
-        XCTAssertEqual(filled.decodeInfo.scaleDenominator, 4)
-        XCTAssertEqual(filled.decodeInfo.decodedSize, PixelSize(width: 600, height: 400))
+        XCTAssertEqual(filled.decodeInfo.scaleDenominator, 2)
+        XCTAssertEqual(filled.decodeInfo.decodedSize, PixelSize(width: 1200, height: 800))
         XCTAssertEqual(filled.originalSize, PixelSize(width: 2400, height: 1600))
-        XCTAssertLessThan(filled.decodeInfo.decodedSize.pixelCount * 16, 2400 * 1600 + 1)
+        XCTAssertLessThan(filled.decodeInfo.decodedSize.pixelCount * 4, 2400 * 1600 + 1)
         assertCorners(filled, [red, green, blue, white])
 
+        // Fit: 256x171 final, so at least 512x342: 1/4 (600x400).
         let fitted = try JPEGDecoder().decode(
             jpeg, options: DecodingOptions(targetSize: target, contentMode: .aspectFit))
         XCTAssertEqual(fitted.size, PixelSize(width: 256, height: 171))
-        XCTAssertEqual(fitted.decodeInfo.scaleDenominator, 8)
-        XCTAssertEqual(fitted.decodeInfo.decodedSize, PixelSize(width: 300, height: 200))
+        XCTAssertEqual(fitted.decodeInfo.scaleDenominator, 4)
+        XCTAssertEqual(fitted.decodeInfo.decodedSize, PixelSize(width: 600, height: 400))
+
+        // Fast: the smallest scale that still covers the final size.
+        var fast = DecodingOptions(targetSize: target)
+        fast.resizeQuality = .fast
+        let fastFilled = try JPEGDecoder().decode(jpeg, options: fast)
+        XCTAssertEqual(fastFilled.size, PixelSize(width: 384, height: 256))
+        XCTAssertEqual(fastFilled.decodeInfo.scaleDenominator, 4)
+        XCTAssertEqual(fastFilled.decodeInfo.decodedSize, PixelSize(width: 600, height: 400))
+        fast.contentMode = .aspectFit
+        let fastFitted = try JPEGDecoder().decode(jpeg, options: fast)
+        XCTAssertEqual(fastFitted.decodeInfo.scaleDenominator, 8)
+        XCTAssertEqual(fastFitted.decodeInfo.decodedSize, PixelSize(width: 300, height: 200))
+        assertCorners(fastFilled, [red, green, blue, white])
 
         // A target bigger than the image: full size, never enlarged.
-        let full = try JPEGDecoder().decode(
-            jpeg, options: DecodingOptions(targetSize: PixelSize(width: 5000, height: 5000)))
-        XCTAssertEqual(full.size, PixelSize(width: 2400, height: 1600))
-        XCTAssertEqual(full.decodeInfo.scaleDenominator, 1)
+        for quality in ResizeQuality.allCases {
+            var options = DecodingOptions(targetSize: PixelSize(width: 5000, height: 5000))
+            options.resizeQuality = quality
+            let full = try JPEGDecoder().decode(jpeg, options: options)
+            XCTAssertEqual(full.size, PixelSize(width: 2400, height: 1600))
+            XCTAssertEqual(full.decodeInfo.scaleDenominator, 1)
+        }
     }
 
-    /// The target is met in upright terms even when the file is stored rotated.
+    /// The target is met in upright terms even when the file is stored rotated
+    /// (the margin counted on the stored sides, which are the upright ones swapped).
     func testDownsampledDecodeOfARotatedPhoto() throws {
         let source = SyntheticImage.quadrants(width: 2000, height: 1000)
         let jpeg = try JPEGEncoder(quality: 85, orientation: .right).encode(source)
-        let image = try JPEGDecoder().decode(
-            jpeg, options: DecodingOptions(targetSize: PixelSize(width: 100, height: 100)))
-        XCTAssertEqual(image.size, PixelSize(width: 100, height: 200))
-        XCTAssertEqual(image.originalSize, PixelSize(width: 1000, height: 2000))
-        XCTAssertEqual(image.decodeInfo.scaleDenominator, 8)
-        assertCorners(image, [blue, red, white, green])
+        for (quality, denominator) in [(ResizeQuality.high, 4), (.fast, 8)] {
+            var options = DecodingOptions(targetSize: PixelSize(width: 100, height: 100))
+            options.resizeQuality = quality
+            let image = try JPEGDecoder().decode(jpeg, options: options)
+            XCTAssertEqual(image.size, PixelSize(width: 100, height: 200))
+            XCTAssertEqual(image.originalSize, PixelSize(width: 1000, height: 2000))
+            XCTAssertEqual(image.decodeInfo.scaleDenominator, denominator, "\(quality)")
+            assertCorners(image, [blue, red, white, green])
+        }
     }
 
     /// libjpeg only warns about a truncated file and would fill the rest in grey; here it fails.

@@ -448,7 +448,7 @@ final class PixelBufferPoolTests: XCTestCase {
             withUnsafePointer(to: allocator) { allocator in
                 let bytes = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 return format == "JPEG"
-                    ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 0, 0, allocator, nil, &result)
+                    ? aiv_jpeg_decode(bytes, raw.count, 1 << 40, 100, 1, 0, allocator, nil, &result)
                     : aiv_png_decode(bytes, raw.count, 1 << 40, allocator, nil, &result)
             }
         }

@@ -35,9 +35,40 @@ final class DisplayScalingTests: XCTestCase {
     private func decode(_ image: Image, _ mode: ContentMode, _ scaling: ScalingOptions = [], target: PixelSize = box)
         throws -> Image
     {
-        // PNG: lossless, so edge colours are exact after the area average.
+        // PNG: lossless, so edge colours are exact after the area average
+        // (`.fast`: these tests are about geometry, and a wider filter
+        // blends a 2.66-pixel band's edge pixels with its neighbours; the
+        // high path's geometry is the same, see testBothQualitiesFrameAlike).
         let png = try PNGEncoder().encode(image)
-        return try ImageDecoder().decode(png, options: DecodingOptions(targetSize: target, contentMode: mode, scaling: scaling))
+        var options = DecodingOptions(targetSize: target, contentMode: mode, scaling: scaling)
+        options.resizeQuality = .fast
+        return try ImageDecoder().decode(png, options: options)
+    }
+
+    /// Framing does not depend on the filter: sizes, margins and opacity
+    /// under ``ResizeQuality/high`` are those of ``ResizeQuality/fast``,
+    /// and the band colours land in the same places, within what the
+    /// wider kernel mixes at an edge.
+    func testBothQualitiesFrameAlike() throws {
+        let png = try PNGEncoder().encode(Self.banded(width: 500, height: 375, band: 40))
+        for (mode, scaling) in [(ContentMode.aspectFit, ScalingOptions()), (.aspectFill, []),
+                                (.aspectFit, .fitCropsExcess), (.aspectFill, .fillLeavesExcess),
+                                (.aspectFill, .cropsSmallImagesToShape)] {
+            var options = DecodingOptions(targetSize: Self.box, contentMode: mode, scaling: scaling)
+            options.resizeQuality = .fast
+            let fast = try ImageDecoder().decode(png, options: options)
+            options.resizeQuality = .high
+            let high = try ImageDecoder().decode(png, options: options)
+            XCTAssertEqual(high.size, fast.size, "\(mode) \(scaling)")
+            XCTAssertEqual(high.isOpaque, fast.isOpaque, "\(mode) \(scaling)")
+            for (x, y) in [(0, 0), (high.width / 2, 0), (0, high.height / 2), (high.width / 2, high.height / 2),
+                           (high.width - 1, high.height / 2), (high.width / 2, high.height - 1)] {
+                let a = fast.pixel(x: x, y: y), b = high.pixel(x: x, y: y)
+                XCTAssertLessThanOrEqual(abs(Int(a.r) - Int(b.r)) + abs(Int(a.g) - Int(b.g)) + abs(Int(a.b) - Int(b.b)), 24,
+                                         "\(mode) \(scaling) at (\(x), \(y)): \(a) against \(b)")
+                XCTAssertEqual(a.a, b.a, "\(mode) \(scaling) at (\(x), \(y))")
+            }
+        }
     }
 
     private func assertColor(

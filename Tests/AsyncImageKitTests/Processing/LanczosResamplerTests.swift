@@ -49,6 +49,45 @@ final class LanczosResamplerTests: XCTestCase {
         }
     }
 
+    /// ``ResizeQuality/high`` boxes a large image down to about twice the
+    /// size first (ShrinkOnLoad's factors), in linear light and
+    /// premultiplied, the last blocks over what is left at the right and
+    /// bottom edges; then the filter runs on that grid.
+    func testTheBoxBeforeTheFilterMatchesTheReference() throws {
+        for (image, size) in [
+            (random(width: 203, height: 97, seed: 9, opaque: true), PixelSize(width: 20, height: 9)),
+            (random(width: 161, height: 120, seed: 10, opaque: false), PixelSize(width: 13, height: 17)),
+            (random(width: 300, height: 2, seed: 11, opaque: true), PixelSize(width: 7, height: 1)),
+        ] {
+            let box = ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .high)
+            XCTAssertGreaterThan(box.x, 1, "\(image.size) to \(size) must box")
+            XCTAssertEqual(ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .fast).x, 1)
+            let resized = try ImageResizer.resize(image, to: size, quality: .high)
+            XCTAssertEqual(resized.size, size)
+            let expected = Self.reference(image, to: size, box: box)
+            var worst = 0
+            for y in 0..<size.height {
+                for x in 0..<size.width {
+                    let got = resized.pixel(x: x, y: y)
+                    let want = expected[y * size.width + x]
+                    for (a, b) in [(got.r, want.r), (got.g, want.g), (got.b, want.b), (got.a, want.a)] {
+                        worst = max(worst, abs(Int(a) - Int(b)))
+                    }
+                }
+            }
+            XCTAssertLessThanOrEqual(worst, 1, "\(image.size) to \(size), box \(box): \(worst) code values off")
+        }
+    }
+
+    /// ``ResizeQuality/fast`` is the area average, whatever the size.
+    func testFastIsTheAreaAverage() throws {
+        let image = random(width: 203, height: 97, seed: 12, opaque: false)
+        let size = PixelSize(width: 20, height: 9)
+        XCTAssertEqual(
+            try ImageResizer.resize(image, to: size, quality: .fast).pixels,
+            try ImageResizer.resize(image, to: size).pixels)
+    }
+
     /// A flat field stays flat (the weights sum to one); a hard edge does
     /// not ring past black or white (the bytes are clamped, and the clamp
     /// is the reference's too).
@@ -132,23 +171,45 @@ final class LanczosResamplerTests: XCTestCase {
     }
 
     /// Every destination pixel as the weighted sum, in `Double`, of the
-    /// premultiplied linear source under the two axes' weights.
-    private static func reference(_ image: Image, to size: PixelSize) -> [RGBA] {
+    /// premultiplied linear source under the two axes' weights, after
+    /// averaging `box` blocks of the source (premultiplied linear too).
+    private static func reference(_ image: Image, to size: PixelSize, box: (x: Int, y: Int) = (1, 1)) -> [RGBA] {
+        // The grid the weights run over: the source, or its blocks' means.
+        let gridWidth = (image.width + box.x - 1) / box.x
+        let gridHeight = (image.height + box.y - 1) / box.y
+        var grid = [(r: Double, g: Double, b: Double, a: Double)](repeating: (0, 0, 0, 0), count: gridWidth * gridHeight)
+        for gy in 0..<gridHeight {
+            for gx in 0..<gridWidth {
+                var sum = (r: 0.0, g: 0.0, b: 0.0, a: 0.0)
+                var count = 0.0
+                for sy in (gy * box.y)..<min(image.height, (gy + 1) * box.y) {
+                    for sx in (gx * box.x)..<min(image.width, (gx + 1) * box.x) {
+                        let p = image.pixel(x: sx, y: sy)
+                        let alpha = Double(p.a) / 255
+                        sum.r += linear(p.r) * alpha
+                        sum.g += linear(p.g) * alpha
+                        sum.b += linear(p.b) * alpha
+                        sum.a += alpha
+                        count += 1
+                    }
+                }
+                grid[gy * gridWidth + gx] = (sum.r / count, sum.g / count, sum.b / count, sum.a / count)
+            }
+        }
         var out: [RGBA] = []
         for y in 0..<size.height {
-            let wy = weights(source: image.height, destination: size.height, d: y)
+            let wy = weights(source: gridHeight, destination: size.height, d: y)
             for x in 0..<size.width {
-                let wx = weights(source: image.width, destination: size.width, d: x)
+                let wx = weights(source: gridWidth, destination: size.width, d: x)
                 var (r, g, b, a) = (0.0, 0.0, 0.0, 0.0)
                 for (sy, vy) in wy {
                     for (sx, vx) in wx {
-                        let p = image.pixel(x: sx, y: sy)
-                        let alpha = Double(p.a) / 255
+                        let p = grid[sy * gridWidth + sx]
                         let w = vx * vy
-                        r += w * linear(p.r) * alpha
-                        g += w * linear(p.g) * alpha
-                        b += w * linear(p.b) * alpha
-                        a += w * alpha
+                        r += w * p.r
+                        g += w * p.g
+                        b += w * p.b
+                        a += w * p.a
                     }
                 }
                 a = min(1, max(0, a))

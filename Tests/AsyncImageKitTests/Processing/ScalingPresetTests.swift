@@ -109,6 +109,6 @@ final class ScalingPresetTests: XCTestCase {
         let keys = Set([ImageSizing.fitInside(Self.box), .fillAndCrop(Self.box), .exact(Self.box), .exact(Self.box, contentMode: .aspectFit)]
             .map { ImageRequest(url: url, sizing: $0).cacheKey.processing })
         XCTAssertEqual(keys.count, 4, "each preset keys the caches apart: \(keys)")
-        XCTAssertEqual(ImageRequest(url: url, sizing: .fillAndCrop(Self.box)).cacheKey.processing, "100x100-fill-shape")
+        XCTAssertEqual(ImageRequest(url: url, sizing: .fillAndCrop(Self.box)).cacheKey.processing, "100x100-fill-shape-hq")
     }
 }

@@ -20,7 +20,7 @@ struct AsyncImageBench: ParsableCommand {
         subcommands: [
             AllCommand.self, DecodeCommand.self, ResizeCommand.self, ColourCommand.self, FormatsCommand.self, EncodeCommand.self,
             LoaderCommand.self, CacheCommand.self, DiskCommand.self, ScaleCommand.self, ThumbnailsCommand.self,
-            ProgressiveCommand.self, SoakCommand.self,
+            ProgressiveCommand.self, SoakCommand.self, QualityCommand.self,
             NetCommand.self, NetReportCommand.self, NginxServeCommand.self,
             // The child processes.
             ServeChildCommand.self, RunOneChildCommand.self, DecodeBoundChildCommand.self, ThumbOneChildCommand.self,

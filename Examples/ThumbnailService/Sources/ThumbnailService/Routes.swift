@@ -70,7 +70,7 @@ struct Routes: Sendable {
         }
         router.get("budget") { _, _ in
             Response.json(.ok, [
-                "budget_bytes": memoryBudget, "decoders": ProcessInfo.processInfo.activeProcessorCount,
+                "budget_bytes": memoryBudget, "decoders": AsyncImageLoader.defaultConcurrentDecodes,
                 "largest_decode_buffer_bytes": 4 * Self.maxPixels,
             ])
         }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The decode stage (its state: ``DecodeScheduler``), on the way up: one
-/// decoder per core, the waiting bodies in the transfer queue's order; each
+/// The decode stage (its state: ``DecodeScheduler``), on the way up: at most
+/// ``AsyncImageLoader/Configuration/concurrentDecodes`` decoders, the waiting bodies in the transfer queue's order; each
 /// body decoded once per display size its requests ask for and processed.
 /// Then the store stage (the disk writes handed to their queue, the image
 /// put in its requests' memory caches) and the job's requests of that size,

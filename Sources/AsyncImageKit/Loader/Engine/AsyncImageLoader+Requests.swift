@@ -13,7 +13,7 @@ extension AsyncImageLoader {
         isPrefetch: Bool = false, onCancelled: (@Sendable () -> Void)? = nil, encoding: ImageEncoding? = nil,
         completion: (@Sendable (Result<ImageResponse, AsyncImageError>) -> Void)? = nil
     ) -> LoadRequest {
-        let request = request.resolvingColorManagement(colorManagement)
+        let request = request.resolving(requestDefaults)
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
         let (hit, refusal) = lookUp(request, in: cache)
         let record = LoadRequest(
@@ -53,6 +53,17 @@ extension AsyncImageLoader {
         if let refusal = refusal(for: request) { return (nil, refusal) }
         guard !request.cachePolicy.contains(.skipMemoryReads) else { return (nil, nil) }
         return (cache?.image(for: request.cacheKey), nil)
+    }
+
+    /// `request`'s image in the loader's memory cache, looked up as a load
+    /// would: the loader's defaults filled in (the key), the URL policy
+    /// applied, the request's pixel limit kept. What the image model and
+    /// the photo album show at once, before any load.
+    func memoryCachedImage(for request: ImageRequest) -> Image? {
+        let request = request.resolving(requestDefaults)
+        let (hit, refusal) = lookUp(request, in: state.withLock { $0.cache })
+        guard refusal == nil, let hit, request.options.limitFailure(for: hit) == nil else { return nil }
+        return hit
     }
 
     /// Why the loader's URL policy refuses `request`, or nil (outside the

@@ -50,13 +50,12 @@ enum DCEarlyEnd {
     }
 
     /// Whether `request` is decoded at 1/8 scale from a source of `source`
-    /// (upright) pixels: its natural size fits within the source's size
-    /// divided by 8, rounded up, on both sides (the decoder picks the
-    /// smallest scale whose output still covers it).
+    /// (upright) pixels: the decoder's own choice of scale
+    /// (``ShrinkOnLoad/jpegDenominator(source:final:quality:)``, whose
+    /// answer does not depend on the orientation) is 8.
     static func decodesFromDCAlone(_ request: ImageRequest, source: PixelSize) -> Bool {
         guard request.options.targetSize != nil else { return false }
-        let eighth = PixelSize(width: (source.width + 7) / 8, height: (source.height + 7) / 8)
         let natural = request.options.naturalSize(for: source)
-        return natural.width <= eighth.width && natural.height <= eighth.height
+        return ShrinkOnLoad.jpegDenominator(source: source, final: natural, quality: request.options.resizeQuality) == 8
     }
 }

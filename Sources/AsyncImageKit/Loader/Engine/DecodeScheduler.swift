@@ -1,7 +1,8 @@
 import Foundation
 
 /// The decode stage's queue: bodies that wait for a decoder, and the
-/// decoders running. One decoder per core (decoding is CPU-bound); the next
+/// decoders running: at most ``threads`` (one per core by default; decoding
+/// is CPU-bound). The next
 /// body is the one of the highest ``QueueRank`` (the transfer queue's
 /// order: priority, then the loader's ``QueueOrder``), ranked when a
 /// decoder frees up, so a priority changed while a body waits counts.
@@ -28,12 +29,15 @@ struct DecodeScheduler {
     private(set) var running = 0
     /// The stop signal of each running decode, by job.
     private var stops: [ObjectIdentifier: DecodeStop] = [:]
-    /// One decoder per core.
-    let threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// The most decodes at once (``AsyncImageLoader/Configuration/concurrentDecodes``, at least 1).
+    let threads: Int
     /// The order among equal priorities (the transfer queue's).
     let order: QueueOrder
 
-    init(order: QueueOrder) { self.order = order }
+    init(order: QueueOrder, threads: Int) {
+        self.order = order
+        self.threads = max(1, threads)
+    }
 
     var hasFreeDecoder: Bool { running < threads }
 

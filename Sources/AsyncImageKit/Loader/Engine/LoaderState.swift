@@ -64,7 +64,7 @@ struct LoaderState {
         slots = TransferSlots(
             concurrentLoads: configuration.concurrentLoads, prefetchShare: configuration.prefetchShare,
             order: configuration.queueOrder, originShare: configuration.originShare)
-        decodes = DecodeScheduler(order: configuration.queueOrder)
+        decodes = DecodeScheduler(order: configuration.queueOrder, threads: configuration.concurrentDecodes)
         network = NetworkState(watches: configuration.reachability != nil)
         loadingTimeout = configuration.loadingTimeout
         requestTimeout = configuration.requestTimeout
