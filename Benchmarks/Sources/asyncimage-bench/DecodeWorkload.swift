@@ -83,13 +83,18 @@ func measureDecode(folder: URL, smoke: Bool, runs: Int, seconds: Double) throws 
         pool.countLimit = recycled ? poolLimit : 0
         return try measure(seconds: seconds, body)
     }
+    /// Exactly 1/`denominator` of the source, with `ResizeQuality.fast`: the
+    /// decoder at that DCT scale and nothing else, as tjbench `-scale` times
+    /// it (the default `.high` would decode at twice the size and filter).
     func target(_ denominator: Int) -> DecodingOptions {
-        DecodingOptions(
+        var options = DecodingOptions(
             targetSize: denominator == 1
                 ? nil
                 : PixelSize(
                     width: (jpegSize.width + denominator - 1) / denominator,
                     height: (jpegSize.height + denominator - 1) / denominator))
+        options.resizeQuality = .fast
+        return options
     }
 
     // Each row: a name, the peer's name, AsyncImageKit's seconds per decode,

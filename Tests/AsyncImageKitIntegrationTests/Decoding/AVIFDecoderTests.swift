@@ -210,7 +210,7 @@ final class AVIFDecoderTests: XCTestCase {
     }
 
     /// AV1 has no reduced-size decode: the full image is decoded, then
-    /// area-averaged to the display size.
+    /// resized to the display size (the default `.high`: boxed, then Lanczos3).
     func testDownsampled() throws {
         let source = SyntheticImage.photo(width: 120, height: 80)
         let avif = try tools.avifenc([source], ["-l"])
@@ -219,7 +219,7 @@ final class AVIFDecoderTests: XCTestCase {
         XCTAssertEqual(image.size, PixelSize(width: 30, height: 20))
         XCTAssertEqual(image.originalSize, source.size)
         XCTAssertTrue(image.isOpaque)
-        let reference = try ImageResizer.resize(source, to: PixelSize(width: 30, height: 20))
+        let reference = try ImageResizer.resize(source, to: PixelSize(width: 30, height: 20), quality: .high)
         XCTAssertLessThanOrEqual(worstDifference(image, reference), 1)
     }
 

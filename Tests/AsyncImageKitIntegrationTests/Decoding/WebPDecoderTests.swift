@@ -254,8 +254,10 @@ final class WebPDecoderTests: XCTestCase {
 
     // MARK: Downsampled decodes
 
-    /// A still image is scaled by libwebp while it decodes: the largest buffer
-    /// is the scaled one; the registry then frames it to the display size.
+    /// A still image is scaled by libwebp while it decodes, to twice the
+    /// natural size (ShrinkOnLoad's margin; `.fast`: straight to it): the
+    /// largest buffer is the scaled one; the resize and the registry's frame
+    /// do the rest.
     func testDownsampledStillDecodesStraightToTheDisplaySize() throws {
         let source = SyntheticImage.quadrants(width: 400, height: 300)
         for options in [["-q", "90"], ["-lossless"]] {
@@ -263,7 +265,7 @@ final class WebPDecoderTests: XCTestCase {
             let fill = try ImageDecoder().decode(webp, options: DecodingOptions(targetSize: PixelSize(width: 100, height: 100)))
             XCTAssertEqual(fill.size, PixelSize(width: 100, height: 100), "133x100, cropped to the target")
             XCTAssertEqual(fill.originalSize, PixelSize(width: 400, height: 300))
-            XCTAssertEqual(fill.decodeInfo.decodedSize, PixelSize(width: 133, height: 100), "no full-size buffer")
+            XCTAssertEqual(fill.decodeInfo.decodedSize, PixelSize(width: 267, height: 200), "no full-size buffer")
 
             let natural = try WebPDecoder().decode(webp, options: DecodingOptions(targetSize: PixelSize(width: 100, height: 100)))
             XCTAssertEqual(natural.size, PixelSize(width: 133, height: 100))
@@ -273,7 +275,10 @@ final class WebPDecoderTests: XCTestCase {
                 options: DecodingOptions(
                     targetSize: PixelSize(width: 100, height: 100), contentMode: .aspectFit, scaling: .fitCropsExcess))
             XCTAssertEqual(fit.size, PixelSize(width: 100, height: 75))
-            XCTAssertEqual(fit.decodeInfo.decodedSize, PixelSize(width: 100, height: 75))
+            XCTAssertEqual(fit.decodeInfo.decodedSize, PixelSize(width: 200, height: 150))
+            var fast = DecodingOptions(targetSize: PixelSize(width: 100, height: 100), contentMode: .aspectFit, scaling: .fitCropsExcess)
+            fast.resizeQuality = .fast
+            XCTAssertEqual(try ImageDecoder().decode(webp, options: fast).decodeInfo.decodedSize, PixelSize(width: 100, height: 75))
             for (x, y) in [(20, 15), (80, 15), (20, 60), (80, 60)] {
                 let got = fit.pixel(x: x, y: y)
                 let want = SyntheticImage.quadrantColor(x: x, y: y, width: 100, height: 75)
@@ -282,15 +287,22 @@ final class WebPDecoderTests: XCTestCase {
         }
     }
 
-    /// With ``ScalingOptions/enlargesSmallImages`` libwebp scales a small still up while it decodes.
+    /// With ``ScalingOptions/enlargesSmallImages`` a small still is scaled
+    /// up: by libwebp while it decodes with `.fast`; decoded at its own size
+    /// and filtered up with `.high` (the same filter as shrinking).
     func testEnlargedStillIsScaledUpByLibwebp() throws {
         let source = SyntheticImage.quadrants(width: 20, height: 10)
         let webp = try tools.cwebp(source, ["-lossless"])
-        let image = try ImageDecoder().decode(
-            webp,
-            options: DecodingOptions(
-                targetSize: PixelSize(width: 40, height: 40), contentMode: .aspectFit,
-                scaling: [.fitCropsExcess, .enlargesSmallImages]))
+        var options = DecodingOptions(
+            targetSize: PixelSize(width: 40, height: 40), contentMode: .aspectFit,
+            scaling: [.fitCropsExcess, .enlargesSmallImages])
+        let high = try ImageDecoder().decode(webp, options: options)
+        XCTAssertEqual(high.size, PixelSize(width: 40, height: 20))
+        XCTAssertEqual(high.decodeInfo.decodedSize, PixelSize(width: 20, height: 10))
+        XCTAssertEqual(high.pixel(x: 2, y: 2), RGBA(r: 255, g: 0, b: 0))
+        XCTAssertEqual(high.pixel(x: 37, y: 17), RGBA(r: 255, g: 255, b: 255))
+        options.resizeQuality = .fast
+        let image = try ImageDecoder().decode(webp, options: options)
         XCTAssertEqual(image.size, PixelSize(width: 40, height: 20))
         XCTAssertEqual(image.originalSize, PixelSize(width: 20, height: 10))
         XCTAssertEqual(image.decodeInfo.decodedSize, PixelSize(width: 40, height: 20))
@@ -574,7 +586,7 @@ final class WebPDecoderTests: XCTestCase {
         let thumbnail = try XCTUnwrap(h.cache.image(for: small.cacheKey))
         XCTAssertEqual(thumbnail.size, PixelSize(width: 80, height: 80))
         XCTAssertEqual(thumbnail.originalSize, PixelSize(width: 320, height: 240))
-        XCTAssertEqual(thumbnail.decodeInfo.decodedSize, PixelSize(width: 107, height: 80))
+        XCTAssertEqual(thumbnail.decodeInfo.decodedSize, PixelSize(width: 214, height: 161), "twice 107x80, rounded up")
         XCTAssertEqual(thumbnail.pixel(x: 10, y: 10), RGBA(r: 255, g: 0, b: 0))
 
         let animation = try XCTUnwrap(h.log.images["/anim.webp"])

@@ -165,7 +165,8 @@ final class ProgressivePreviewTests: XCTestCase {
         let big = try JPEGEncoder(quality: 90, progressive: true).encode(SyntheticImage.photo(width: 1600, height: 1200, seed: 4))
         let bytes = [UInt8](big)
         let starts = (1..<bytes.count).filter { bytes[$0 - 1] == 0xFF && bytes[$0] == 0xDA }.map { $0 - 1 }
-        var options = DecodingOptions(targetSize: PixelSize(width: 100, height: 100))
+        // 64x64: 85x64 filled, twice that (ShrinkOnLoad's margin) within the 1/8 scale's 200x150.
+        var options = DecodingOptions(targetSize: PixelSize(width: 64, height: 64))
         let whole = try ImageDecoder().decode(big, options: options)
         XCTAssertEqual(whole.decodeInfo.scaleDenominator, 8)
         options.isProgressivePreview = true
@@ -219,7 +220,8 @@ final class ProgressivePreviewTests: XCTestCase {
         defer { gate.open() }
         // The first scan (the DC) and a little of the second, then nothing until the test ends.
         resource.inject(.hold(after: starts[1] + 100, gate: gate))
-        let request = ImageRequest(url: url, targetSize: PixelSize(width: 100, height: 100))
+        // 64x64: decoded at 1/8 (twice 85x64 fits in 200x150), so the DC alone serves it.
+        let request = ImageRequest(url: url, targetSize: PixelSize(width: 64, height: 64))
         let response = Box<ImageResponse>()
         let done = expectation(description: "delivered while the server holds the rest")
         h.loader.loadImage(request, success: ImageAction("show", response: { _, answer in

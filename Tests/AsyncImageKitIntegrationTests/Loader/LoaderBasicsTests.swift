@@ -242,7 +242,7 @@ final class LoaderBasicsTests: XCTestCase {
         wait(for: [h.log.outcomes(1, self)], timeout: 15)
         let image = try XCTUnwrap(h.log.images["/big.jpg"])
         XCTAssertEqual(image.size, PixelSize(width: 100, height: 100), "133x100, the excess cropped")
-        XCTAssertEqual(image.decodeInfo.scaleDenominator, 8)
+        XCTAssertEqual(image.decodeInfo.scaleDenominator, 4, "twice 133x100 needs 1/4 (400x300), not 1/8 (200x150)")
         XCTAssertNotNil(h.cache.image(for: small.cacheKey))
         XCTAssertNil(h.cache.image(for: ImageCacheKey(url: url)), "the full-size key is another entry")
     }
