@@ -4,7 +4,7 @@
 //   swift run --traits GTKSupport asyncimage-gallery [--count N] [--latency MS] [--cell PT]
 //       [--screenshot FILE.png --after SECONDS]
 //       [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]]
-//       [--decoders N] [--spin N]
+//       [--decoders N] [--spin N] [--crossfade SECONDS]
 //
 // --frame-times scrolls the grid at a steady speed on the frame clock (down,
 // then back to the top, and so on) after a second of warm-up, and prints the
@@ -33,6 +33,7 @@ struct Options: Sendable {
     /// The loader's decoders: one core fewer than the machine has, at least 1.
     var decoders = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
     var spin = 0
+    var crossfade = 0.2
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -64,11 +65,12 @@ func parse(_ arguments: [String]) -> Options {
             if parts.count == 2 { (options.width, options.height) = (parts[0], parts[1]) }
         case "--decoders": options.decoders = max(1, number(argument))
         case "--spin": options.spin = number(argument)
+        case "--crossfade": options.crossfade = Double(value(argument)) ?? 0.2
         case "--frame-times": options.frameTimes = Double(value(argument)) ?? 10
         case "--no-loading": options.loading = false
         case "--speed": options.speed = Double(number(argument))
         case "-h", "--help":
-            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]] [--decoders N] [--spin N]")
+            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]] [--decoders N] [--spin N] [--crossfade SECONDS]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
@@ -105,6 +107,7 @@ final class App: @unchecked Sendable {
         gtk_window_set_default_size(aik_window(window), Int32(options.width), Int32(options.height))
         let grid = GalleryGrid(loader: loader, origin: origin, cellSide: options.cell)
         grid.loads = options.loading
+        grid.crossfadeDuration = options.crossfade
         self.grid = grid
         gtk_window_set_child(aik_window(window), grid.widget)
         gtk_window_present(aik_window(window))
@@ -176,7 +179,7 @@ final class App: @unchecked Sendable {
         let ticks = Double(AsyncImagePicture.tickMicroseconds - baseline.ticks) / 1000
         let handlers = Double(grid.handlerMicroseconds - baseline.handlers) / 1000
         let f = { (v: Double) in String(format: "%.2f", v) }
-        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off"), decoders \(options.decoders), spinning threads \(options.spin)")
+        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off"), decoders \(options.decoders), spinning threads \(options.spin), cross-fade \(options.crossfade) s")
         print("frame interval ms: p50 \(f(percentile(0.5))) p99 \(f(percentile(0.99))) longest \(f(sorted.last ?? 0)); over 33 ms: \(sorted.filter { $0 > 33.4 }.count)")
         print("main loop in the library per frame ms: \(f((drain + ticks + handlers) / frames)) (deliveries \(f(drain / frames)), picture ticks \(f(ticks / frames)), bind/unbind \(f(handlers / frames)))")
         print(grid.statsText)

@@ -44,6 +44,8 @@ public final class GalleryGrid: @unchecked Sendable {
     public private(set) var handlerMicroseconds: UInt64 = 0
     /// Whether `bind` loads at all (false: placeholders only, to measure GTK alone).
     public var loads = true
+    /// Seconds each picture cross-fades to its image (0.2; 0: none), set on the cells made after.
+    public var crossfadeDuration = 0.2
     /// Bound cells by list item: the picture and the item's position.
     public private(set) var bound: [UInt: (picture: AsyncImagePicture, index: Int)] = [:]
     /// Deliveries to a cell whose current URL was another (must stay 0).
@@ -172,7 +174,7 @@ public final class GalleryGrid: @unchecked Sendable {
         defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
         let picture = AsyncImagePicture(loader: loader, width: cellSide, height: cellSide, contentFit: GTK_CONTENT_FIT_COVER)
         picture.placeholderImage = placeholder
-        picture.crossfadeDuration = 0.2
+        picture.crossfadeDuration = crossfadeDuration
         gtk_widget_set_margin_start(picture.widget, 2)
         gtk_widget_set_margin_end(picture.widget, 2)
         gtk_widget_set_margin_top(picture.widget, 2)

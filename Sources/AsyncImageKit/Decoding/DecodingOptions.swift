@@ -23,8 +23,9 @@ public struct DecodingOptions: Sendable, Hashable {
     /// says. A source smaller than this size is not enlarged unless
     /// ``scaling`` contains ``ScalingOptions/enlargesSmallImages`` (see
     /// ``naturalSize(for:)``). `nil` decodes at full size. A JPEG is decoded with DCT scaling to the
-    /// smallest scale still at least this size, and a still WebP is scaled by
-    /// libwebp while it decodes, so a large photo never needs a full-size
+    /// smallest scale still at least twice this size (once with
+    /// ``ResizeQuality/fast``: ``resizeQuality``), and a still WebP is scaled
+    /// by libwebp while it decodes, so a large photo never needs a full-size
     /// buffer.
     public var targetSize: PixelSize?
 

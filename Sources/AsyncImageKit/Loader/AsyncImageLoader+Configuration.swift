@@ -74,7 +74,9 @@ extension AsyncImageLoader {
         /// stores what its `accept` chooses.
         public var processedImageEncoding: ImageEncoding
         /// End a progressive JPEG's transfer once its DC coefficients are in
-        /// when every request for it decodes at 1/8 scale or smaller (the
+        /// when every request for it decodes at 1/8 scale (with the default
+        /// ``ResizeQuality/high``, a display size of 1/16 of the source or
+        /// less; 1/8 with ``ResizeQuality/fast``) (the
         /// rest of the file changes the result by about one level at most:
         /// ``ImageResponse/earlyEnd`` reports it). Default true.
         public var endsTransfersAtDCScans = true
