@@ -131,6 +131,9 @@ final class App: @unchecked Sendable {
     private var lastFrame: Int64?
     private var scrollStart: Int64 = 0
     private var intervals: [Double] = []
+    /// The library's main-loop time in each frame interval, ms (deliveries, ticks, bind/unbind).
+    private var libraryPerFrame: [Double] = []
+    private var lastLibraryTotal: UInt64 = 0
     private var direction = 1.0
     private var baseline: (drain: UInt64, ticks: UInt64, handlers: UInt64) = (0, 0, 0)
 
@@ -152,9 +155,11 @@ final class App: @unchecked Sendable {
     /// One frame of the scripted scroll: true to go on.
     private func scrollFrame(_ now: Int64) -> Bool {
         guard let grid, let seconds = options.frameTimes else { return false }
+        let libraryTotal = GLibMainQueue.busyMicroseconds + AsyncImagePicture.tickMicroseconds + grid.handlerMicroseconds
         if let last = lastFrame {
             let dt = Double(now - last) / 1e6
             intervals.append(dt * 1000)
+            libraryPerFrame.append(Double(libraryTotal - lastLibraryTotal) / 1000)
             let adjustment = grid.verticalAdjustment
             let top = gtk_adjustment_get_upper(adjustment) - gtk_adjustment_get_page_size(adjustment)
             var value = gtk_adjustment_get_value(adjustment) + direction * options.speed * dt
@@ -165,6 +170,7 @@ final class App: @unchecked Sendable {
             scrollStart = now
         }
         lastFrame = now
+        lastLibraryTotal = libraryTotal
         guard Double(now - scrollStart) / 1e6 >= seconds else { return true }
         report()
         exit(0)
@@ -182,6 +188,11 @@ final class App: @unchecked Sendable {
         print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off"), decoders \(options.decoders), spinning threads \(options.spin), cross-fade \(options.crossfade) s")
         print("frame interval ms: p50 \(f(percentile(0.5))) p99 \(f(percentile(0.99))) longest \(f(sorted.last ?? 0)); over 33 ms: \(sorted.filter { $0 > 33.4 }.count)")
         print("main loop in the library per frame ms: \(f((drain + ticks + handlers) / frames)) (deliveries \(f(drain / frames)), picture ticks \(f(ticks / frames)), bind/unbind \(f(handlers / frames)))")
+        let library = libraryPerFrame.sorted()
+        func libraryPercentile(_ p: Double) -> Double {
+            library.isEmpty ? 0 : library[min(library.count - 1, Int(Double(library.count) * p))]
+        }
+        print("main loop in the library per frame interval ms: p50 \(f(libraryPercentile(0.5))) p99 \(f(libraryPercentile(0.99))) longest \(f(library.last ?? 0))")
         print(grid.statsText)
     }
 
