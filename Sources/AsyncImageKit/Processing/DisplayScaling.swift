@@ -89,13 +89,13 @@ public struct ImageSizing: Sendable, Hashable {
 /// | fill | ``fillWithoutCropping`` (``fillLeavesExcess``) | | 133x100 | 50x40 |
 ///
 /// A source smaller than the display size is not enlarged unless
-/// ``enlargesSmallImages`` is set (area averaging cannot add detail, and a
+/// ``enlargesSmallImages`` is set (a filter cannot add detail, and a
 /// service usually wants the original pixels): it is then centred in the
 /// display size with transparent margins (or kept at its own size with
 /// ``fitWithoutMargins`` / ``fillWithoutCropping``, or cropped to the
 /// display size's shape with ``cropsSmallImagesToShape``). With
-/// ``enlargesSmallImages`` it is scaled up (bilinear) like a large one is
-/// scaled down.
+/// ``enlargesSmallImages`` it is scaled up with the filter a large one is
+/// scaled down with (``ResizeQuality``; bilinear with ``ResizeQuality/fast``).
 public struct ScalingOptions: OptionSet, Sendable, Hashable {
     public let rawValue: Int
 
