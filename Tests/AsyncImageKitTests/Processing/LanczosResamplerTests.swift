@@ -62,20 +62,7 @@ final class LanczosResamplerTests: XCTestCase {
             let box = ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .high)
             XCTAssertGreaterThan(box.x, 1, "\(image.size) to \(size) must box")
             XCTAssertEqual(ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .fast).x, 1)
-            let resized = try ImageResizer.resize(image, to: size, quality: .high)
-            XCTAssertEqual(resized.size, size)
-            let expected = Self.reference(image, to: size, box: box)
-            var worst = 0
-            for y in 0..<size.height {
-                for x in 0..<size.width {
-                    let got = resized.pixel(x: x, y: y)
-                    let want = expected[y * size.width + x]
-                    for (a, b) in [(got.r, want.r), (got.g, want.g), (got.b, want.b), (got.a, want.a)] {
-                        worst = max(worst, abs(Int(a) - Int(b)))
-                    }
-                }
-            }
-            XCTAssertLessThanOrEqual(worst, 1, "\(image.size) to \(size), box \(box): \(worst) code values off")
+            try assertMatchesReference(image, to: size, box: box) { try ImageResizer.resize($0, to: $1, quality: .high) }
         }
     }
 
@@ -117,15 +104,17 @@ final class LanczosResamplerTests: XCTestCase {
         }
     }
 
-    /// Resizes with the filter and compares every byte with the reference;
-    /// returns the filter's result.
+    /// Resizes with `resize` (the filter alone by default) and compares every
+    /// byte with the reference (after `box`); returns the result.
     @discardableResult
     private func assertMatchesReference(
-        _ image: Image, to size: PixelSize, file: StaticString = #filePath, line: UInt = #line
+        _ image: Image, to size: PixelSize, box: (x: Int, y: Int) = (1, 1),
+        file: StaticString = #filePath, line: UInt = #line,
+        resize: (Image, PixelSize) throws -> Image = { try ImageResizer.resize($0, to: $1, filter: .lanczos3) }
     ) throws -> Image {
-        let resized = try ImageResizer.resize(image, to: size, filter: .lanczos3)
+        let resized = try resize(image, size)
         XCTAssertEqual(resized.size, size, file: file, line: line)
-        let expected = Self.reference(image, to: size)
+        let expected = Self.reference(image, to: size, box: box)
         var worst = 0
         for y in 0..<size.height {
             for x in 0..<size.width {
@@ -136,7 +125,8 @@ final class LanczosResamplerTests: XCTestCase {
                 }
             }
         }
-        XCTAssertLessThanOrEqual(worst, 1, "\(image.size) to \(size): \(worst) code values off", file: file, line: line)
+        XCTAssertLessThanOrEqual(
+            worst, 1, "\(image.size) to \(size), box \(box): \(worst) code values off", file: file, line: line)
         return resized
     }
 
