@@ -228,9 +228,31 @@ struct TurboJPEG {
 /// one thread, with nothing else (no file reading, no resize, no loader).
 /// JPEGs: TurboJPEG at the scale; PNGs: libpng's simplified API (PNG has no
 /// scaled decode). Each file's figure is the median of repeated decodes.
-func thumbnailFloorSeconds(paths: [String], secondsPerFile: Double) -> (total: Double, jpegs: Int, pngs: Int)? {
+func thumbnailFloorSeconds(paths: [String], secondsPerFile: Double)
+    -> (total: Double, filter: Double, jpegs: Int, pngs: Int)?
+{
     guard let turbo = TurboJPEG() else { return nil }
     var total = 0.0
+    var filter = 0.0
+    var filterSeconds: [PixelSize: Double] = [:]
+    /// The default filter alone (`ResizeQuality.high`: the box for a full
+    /// decode, Lanczos3 in linear light) from the decoded size to the
+    /// thumbnail, on a synthetic photo of that size: what the quality costs
+    /// beyond the decode, timed as the floor is.
+    func filterTime(_ decoded: PixelSize) -> Double {
+        if let known = filterSeconds[decoded] { return known }
+        let image = SyntheticImage.photo(width: decoded.width, height: decoded.height, seed: 7)
+        let fitted = decoded.scaled(toFit: PixelSize(width: 256, height: 256), contentMode: .aspectFit)
+        var times: [Double] = []
+        let start = threadCPUSeconds()
+        repeat {
+            let before = threadCPUSeconds()
+            _ = try? ImageResizer.resize(image, to: fitted, quality: .high)
+            times.append(threadCPUSeconds() - before)
+        } while threadCPUSeconds() - start < secondsPerFile || times.count < 3
+        filterSeconds[decoded] = Samples(times).median
+        return filterSeconds[decoded]!
+    }
     var jpegs = 0
     var pngs = 0
     for path in paths {
@@ -244,18 +266,22 @@ func thumbnailFloorSeconds(paths: [String], secondsPerFile: Double) -> (total: D
                 times.append(threadCPUSeconds() - before)
             } while threadCPUSeconds() - start < secondsPerFile || times.count < 3
             total += Samples(times).median
+            if let size = ImageFileProperties(data: data)?.pixelSize { filter += filterTime(size) }
             pngs += 1
         } else {
-            guard let size = ImageFileProperties(data: data)?.pixelSize,
-                let seconds = turbo.secondsPerDecode(
-                    data, denominator: thumbnailScaleDenominator(width: size.width, height: size.height),
-                    seconds: secondsPerFile)
+            guard let size = ImageFileProperties(data: data)?.pixelSize else { return nil }
+            let denominator = thumbnailScaleDenominator(width: size.width, height: size.height)
+            guard let seconds = turbo.secondsPerDecode(data, denominator: denominator, seconds: secondsPerFile)
             else { return nil }
             total += seconds
+            filter += filterTime(
+                PixelSize(
+                    width: (size.width + denominator - 1) / denominator,
+                    height: (size.height + denominator - 1) / denominator))
             jpegs += 1
         }
     }
-    return (total, jpegs, pngs)
+    return (total, filter, jpegs, pngs)
 }
 
 /// A contestant: a name and the process batch one round runs.
@@ -285,6 +311,9 @@ struct ThumbnailFigures {
     var count: Int
     var contestants: [(name: String, results: [ProcessBatchResult])]
     var floors: [Double]
+    /// The default filter's CPU seconds for the whole set (from each file's
+    /// decoded size to its thumbnail), one per round.
+    var filters: [Double] = []
     var skipped: [String]
 }
 
@@ -368,11 +397,13 @@ func measureThumbnails(_ options: ThumbnailOptions, log: (String) -> Void) throw
 
     log("Each round: the floor (TurboJPEG at the loader's scale per file, libpng for PNGs, one thread, CPU time), then each contestant ...")
     var floors: [Double] = []
+    var filters: [Double] = []
     var floorMissing = false
     var results: [[ProcessBatchResult]] = Array(repeating: [], count: contestants.count)
     for round in 0..<options.runs {
         if let floor = thumbnailFloorSeconds(paths: paths, secondsPerFile: options.floorSecondsPerFile) {
             floors.append(floor.total)
+            filters.append(floor.filter)
         } else {
             floorMissing = true
         }
@@ -386,5 +417,5 @@ func measureThumbnails(_ options: ThumbnailOptions, log: (String) -> Void) throw
     }
     if floorMissing { skipped.append("the floor (libturbojpeg.so.0: apt-get install libjpeg-turbo-progs)") }
     return ThumbnailFigures(
-        count: paths.count, contestants: zip(contestants, results).map { ($0.name, $1) }, floors: floors, skipped: skipped)
+        count: paths.count, contestants: zip(contestants, results).map { ($0.name, $1) }, floors: floors, filters: filters, skipped: skipped)
 }

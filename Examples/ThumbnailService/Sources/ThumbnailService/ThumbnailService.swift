@@ -35,6 +35,9 @@ struct ThumbnailService: AsyncParsableCommand {
     var concurrentLoads = 8
     @Option(help: "Seconds a request may take in all (queue, transfer, disk, decode); 504 after.")
     var timeout: Double = 30
+    @Option(name: .customLong("resize-quality"),
+            help: "high (shrink-on-load with a margin, Lanczos3 in linear light) or fast (the area average of 0.11).")
+    var resizeQuality: ResizeQuality = .high
     @Flag(help: "Let sources on the loopback address be fetched (tests and Benchmarks/Service only).")
     var allowLoopbackOrigin = false
     @Flag(help: "Check no signature: local testing only.")
@@ -93,6 +96,7 @@ struct ThumbnailService: AsyncParsableCommand {
             configuration.urlPolicy = configuration.urlPolicy.allowing(addresses: loopback)
         }
         configuration.requestTimeout = .milliseconds(Int64(timeout * 1000))
+        configuration.resizeQuality = resizeQuality
         configuration.logger = logger
         let loader = AsyncImageLoader(configuration: configuration)
         // The loader's requests, bytes and stage times as swift-metrics (`asyncimage_...` at /metrics).
@@ -155,3 +159,6 @@ struct ThumbnailService: AsyncParsableCommand {
         logger.info("stopped")
     }
 }
+
+/// `--resize-quality high|fast`: the loader's raw values.
+extension ResizeQuality: @retroactive ExpressibleByArgument {}
