@@ -286,11 +286,19 @@ public final class AsyncImagePicture: ImageDisplaying, @unchecked Sendable {
     /// the main thread. For frame-time budgets.
     public static var tickMicroseconds: UInt64 { tickTime }
     nonisolated(unsafe) private static var tickTime: UInt64 = 0
+    /// ``tickMicroseconds`` in the main thread's CPU time (see
+    /// ``GLibMainQueue/busyCPUMicroseconds``).
+    public static var tickCPUMicroseconds: UInt64 { tickCPUTime }
+    nonisolated(unsafe) private static var tickCPUTime: UInt64 = 0
 
     /// One frame of the frame clock: true to keep ticking.
     private func tick(frameTime: Int64) -> Bool {
         let start = Int64(g_get_monotonic_time())
-        defer { Self.tickTime += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
+        let cpu = aik_thread_cpu_microseconds()
+        defer {
+            Self.tickTime += UInt64(max(0, Int64(g_get_monotonic_time()) - start))
+            Self.tickCPUTime += UInt64(aik_thread_cpu_microseconds() - cpu)
+        }
         refresh(now: frameTime)
         let t = Double(frameTime - shownSince) / 1e6
         let moving = fadeStart != nil || (shownImage.map { $0.isAnimated && $0.animationTimeline.nextFrameChange(after: t) != nil } ?? false)

@@ -50,5 +50,14 @@ public enum GLibMainQueue {
     /// updates they cause; and whatever else the program put on the main
     /// queue). For frame-time budgets.
     public static var busyMicroseconds: UInt64 { UInt64(aik_main_queue_busy_microseconds()) }
+
+    /// ``busyMicroseconds`` in the main thread's CPU time: without the time
+    /// the thread was ready to run while other threads had the cores (a
+    /// software renderer's, the decoders'), which the wall clock counts.
+    /// What the work itself costs the main loop.
+    public static var busyCPUMicroseconds: UInt64 { UInt64(aik_main_queue_busy_cpu_microseconds()) }
+
+    /// The calling thread's CPU time so far, in microseconds.
+    public static var threadCPUMicroseconds: UInt64 { UInt64(aik_thread_cpu_microseconds()) }
 }
 #endif

@@ -9,7 +9,12 @@
 // --frame-times scrolls the grid at a steady speed on the frame clock (down,
 // then back to the top, and so on) after a second of warm-up, and prints the
 // frame clock's frame intervals (p50, p99, longest) and the main loop's time
-// in the library per frame; --no-loading binds cells without loading (GTK alone).
+// in the library per frame, in wall time and in the main thread's CPU time
+// (the difference: time it waited for a core), what the slowest frames spent
+// it on, and how often the main thread was preempted; the origin encodes its
+// pictures first, so it takes no CPU during the scroll. --no-loading binds
+// cells without loading (GTK alone). GSK_RENDERER=cairo (GTK's CPU renderer)
+// or ngl (GL; Mesa's llvmpipe under Xvfb) in the environment picks the renderer.
 // --decoders sets the loader's decoders (default: cores - 1, at least 1, so
 // the main loop keeps a core); --spin keeps N threads busy during the run
 // (GTK's frames with cores taken away: the floor a loaded scroll is held to).
@@ -92,6 +97,11 @@ final class App: @unchecked Sendable {
     init(options: Options) throws {
         self.options = options
         origin = try GalleryOrigin(count: options.count, latency: options.latency)
+        if options.frameTimes != nil {
+            // The pictures made before the scroll, not by the origin's threads during it.
+            let seconds = origin.prepare(upTo: options.count)
+            print("origin: \(options.count) pictures encoded in \(String(format: "%.1f", seconds)) s before the scroll")
+        }
         var configuration = AsyncImageLoader.Configuration(cache: ImageCache(), notificationCenter: NotificationCenter())
         configuration.concurrentLoads = 16
         // A desktop setting: decodes leave a core to GTK's main loop (which
@@ -133,6 +143,21 @@ final class App: @unchecked Sendable {
     private var intervals: [Double] = []
     /// The library's main-loop time in each frame interval, ms (deliveries, ticks, bind/unbind).
     private var libraryPerFrame: [Double] = []
+    /// The same in the main thread's CPU time, ms.
+    private var libraryCPUPerFrame: [Double] = []
+    private var lastLibraryCPU: UInt64 = 0
+    /// The same, split: deliveries (the main queue's blocks), picture ticks, the grid's handlers; µs.
+    private var partsPerFrame: [(drain: UInt64, ticks: UInt64, handlers: UInt64, binds: Int, unbinds: Int, started: Int, preempted: Int)] = []
+    private var lastCounts = (binds: 0, unbinds: 0, started: 0, preempted: 0)
+
+    /// The main thread's involuntary context switches so far (it was
+    /// runnable but another thread got its core).
+    private static func preemptions() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD (not imported)
+        return usage.ru_nivcsw
+    }
+    private var lastParts: (drain: UInt64, ticks: UInt64, handlers: UInt64) = (0, 0, 0)
     private var lastLibraryTotal: UInt64 = 0
     private var direction = 1.0
     private var baseline: (drain: UInt64, ticks: UInt64, handlers: UInt64) = (0, 0, 0)
@@ -155,11 +180,20 @@ final class App: @unchecked Sendable {
     /// One frame of the scripted scroll: true to go on.
     private func scrollFrame(_ now: Int64) -> Bool {
         guard let grid, let seconds = options.frameTimes else { return false }
-        let libraryTotal = GLibMainQueue.busyMicroseconds + AsyncImagePicture.tickMicroseconds + grid.handlerMicroseconds
+        let parts = (
+            drain: GLibMainQueue.busyMicroseconds, ticks: AsyncImagePicture.tickMicroseconds,
+            handlers: grid.handlerMicroseconds)
+        let libraryTotal = parts.drain + parts.ticks + parts.handlers
+        let libraryCPU = GLibMainQueue.busyCPUMicroseconds + AsyncImagePicture.tickCPUMicroseconds + grid.handlerCPUMicroseconds
         if let last = lastFrame {
             let dt = Double(now - last) / 1e6
             intervals.append(dt * 1000)
             libraryPerFrame.append(Double(libraryTotal - lastLibraryTotal) / 1000)
+            libraryCPUPerFrame.append(Double(libraryCPU - lastLibraryCPU) / 1000)
+            partsPerFrame.append(
+                (parts.drain - lastParts.drain, parts.ticks - lastParts.ticks, parts.handlers - lastParts.handlers,
+                 grid.binds - lastCounts.binds, grid.unbinds - lastCounts.unbinds, grid.started - lastCounts.started,
+                 Self.preemptions() - lastCounts.preempted))
             let adjustment = grid.verticalAdjustment
             let top = gtk_adjustment_get_upper(adjustment) - gtk_adjustment_get_page_size(adjustment)
             var value = gtk_adjustment_get_value(adjustment) + direction * options.speed * dt
@@ -171,6 +205,9 @@ final class App: @unchecked Sendable {
         }
         lastFrame = now
         lastLibraryTotal = libraryTotal
+        lastLibraryCPU = libraryCPU
+        lastParts = parts
+        lastCounts = (grid.binds, grid.unbinds, grid.started, Self.preemptions())
         guard Double(now - scrollStart) / 1e6 >= seconds else { return true }
         report()
         exit(0)
@@ -193,6 +230,17 @@ final class App: @unchecked Sendable {
             library.isEmpty ? 0 : library[min(library.count - 1, Int(Double(library.count) * p))]
         }
         print("main loop in the library per frame interval ms: p50 \(f(libraryPercentile(0.5))) p99 \(f(libraryPercentile(0.99))) longest \(f(library.last ?? 0))")
+        let cpu = libraryCPUPerFrame.sorted()
+        func cpuPercentile(_ p: Double) -> Double { cpu.isEmpty ? 0 : cpu[min(cpu.count - 1, Int(Double(cpu.count) * p))] }
+        print("main loop in the library per frame interval, main thread CPU ms: p50 \(f(cpuPercentile(0.5))) p99 \(f(cpuPercentile(0.99))) longest \(f(cpu.last ?? 0))")
+        // What the slowest frames (at or over the p99) spent their library time on.
+        let slow = partsPerFrame.filter { Double($0.drain + $0.ticks + $0.handlers) / 1000 >= libraryPercentile(0.99) }
+        if !slow.isEmpty {
+            let n = Double(slow.count) * 1000
+            print("  the \(slow.count) frames at or over it, mean ms: deliveries \(f(Double(slow.map(\.drain).reduce(0, +)) / n)), picture ticks \(f(Double(slow.map(\.ticks).reduce(0, +)) / n)), bind/unbind \(f(Double(slow.map(\.handlers).reduce(0, +)) / n)); binds \(slow.map(\.binds)), unbinds \(slow.map(\.unbinds)), URLs set \(slow.map(\.started)), main thread preempted \(slow.map(\.preempted))")
+            let all = partsPerFrame.map(\.preempted)
+            print("  main thread preempted in \(all.filter { $0 > 0 }.count) of \(all.count) frame intervals")
+        }
         print(grid.statsText)
     }
 

@@ -42,6 +42,14 @@ public final class GalleryGrid: @unchecked Sendable {
     /// Microseconds spent in the factory's handlers and the placing pass
     /// (setting and clearing URLs, which calls the loader), on the main thread.
     public private(set) var handlerMicroseconds: UInt64 = 0
+    /// The same in the main thread's CPU time (``GLibMainQueue/busyCPUMicroseconds`` says why both).
+    public private(set) var handlerCPUMicroseconds: UInt64 = 0
+
+    /// Adds a handler's wall and CPU time since `start` and `cpu`.
+    private func account(since start: Int64, cpu: UInt64) {
+        handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start))
+        handlerCPUMicroseconds += GLibMainQueue.threadCPUMicroseconds - cpu
+    }
     /// Whether `bind` loads at all (false: placeholders only, to measure GTK alone).
     public var loads = true
     /// Seconds each picture cross-fades to its image (0.2; 0: none), set on the cells made after.
@@ -54,6 +62,8 @@ public final class GalleryGrid: @unchecked Sendable {
     public private(set) var deliveries = 0
     /// How many times a cell was bound and unbound.
     public private(set) var binds = 0, unbinds = 0
+    /// URLs set on cells (at bind, or when a waiting cell comes near).
+    public private(set) var started = 0
     /// URLs a cell was unbound from, with that cell's view (for the tests' books).
     public private(set) var unboundURLs: [(target: ObjectIdentifier, url: URL)] = []
 
@@ -170,8 +180,8 @@ public final class GalleryGrid: @unchecked Sendable {
     private static func key(_ item: UnsafeMutablePointer<GObject>?) -> UInt { UInt(bitPattern: item) }
 
     fileprivate func setup(_ item: UnsafeMutablePointer<GObject>?) {
-        let start = Int64(g_get_monotonic_time())
-        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
+        let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
+        defer { account(since: start, cpu: cpu) }
         let picture = AsyncImagePicture(loader: loader, width: cellSide, height: cellSide, contentFit: GTK_CONTENT_FIT_COVER)
         picture.placeholderImage = placeholder
         picture.crossfadeDuration = crossfadeDuration
@@ -184,14 +194,15 @@ public final class GalleryGrid: @unchecked Sendable {
     }
 
     fileprivate func bind(_ item: UnsafeMutablePointer<GObject>?) {
-        let start = Int64(g_get_monotonic_time())
-        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
+        let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
+        defer { account(since: start, cpu: cpu) }
         guard let picture = cells[Self.key(item)] else { return }
         let index = Int(gtk_list_item_get_position(aik_list_item(UnsafeMutableRawPointer(item))))
         binds += 1
         bound[Self.key(item)] = (picture, index)
         guard loads else { return }
         if isNear(picture) {
+            started += 1
             picture.imageURL = origin.url(of: index)
         } else {
             waiting[Self.key(item)] = (picture, index)
@@ -200,8 +211,8 @@ public final class GalleryGrid: @unchecked Sendable {
     }
 
     fileprivate func unbind(_ item: UnsafeMutablePointer<GObject>?) {
-        let start = Int64(g_get_monotonic_time())
-        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
+        let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
+        defer { account(since: start, cpu: cpu) }
         guard let picture = cells[Self.key(item)] else { return }
         unbinds += 1
         waiting[Self.key(item)] = nil
@@ -212,8 +223,8 @@ public final class GalleryGrid: @unchecked Sendable {
     }
 
     fileprivate func teardown(_ item: UnsafeMutablePointer<GObject>?) {
-        let start = Int64(g_get_monotonic_time())
-        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
+        let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
+        defer { account(since: start, cpu: cpu) }
         cells[Self.key(item)] = nil
         bound[Self.key(item)] = nil
         waiting[Self.key(item)] = nil
@@ -250,18 +261,22 @@ public final class GalleryGrid: @unchecked Sendable {
     /// Sets the URL of every waiting cell now near the viewport.
     /// Returns true while a waiting cell is not placed yet (look again next frame).
     private func startNearCells() -> Bool {
-        let start = Int64(g_get_monotonic_time())
-        defer { handlerMicroseconds += UInt64(max(0, Int64(g_get_monotonic_time()) - start)) }
+        let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
+        defer { account(since: start, cpu: cpu) }
         var unplaced = false
+        var near: [(key: UInt, cell: (picture: AsyncImagePicture, index: Int))] = []
         for (key, cell) in waiting {
             guard gtk_widget_get_mapped(cell.picture.widget) != 0, gtk_widget_get_width(cell.picture.widget) > 0 else {
                 unplaced = true
                 continue
             }
-            if isNear(cell.picture) {
-                waiting[key] = nil
-                cell.picture.imageURL = origin.url(of: cell.index)
-            }
+            if isNear(cell.picture) { near.append((key, cell)) }
+        }
+        // Removed after the loop: a removal during it would copy the dictionary it iterates.
+        for (key, cell) in near {
+            waiting[key] = nil
+            started += 1
+            cell.picture.imageURL = origin.url(of: cell.index)
         }
         unplacedFrames += 1
         return unplaced && unplacedFrames < 3

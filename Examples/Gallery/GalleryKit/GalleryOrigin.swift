@@ -16,6 +16,7 @@ public final class GalleryOrigin: @unchecked Sendable {
     /// Each picture's side in pixels.
     public let side: Int
     private let server: LoopbackServer
+    private let bodies = Bodies()
 
     /// Starts the server.
     ///
@@ -26,7 +27,7 @@ public final class GalleryOrigin: @unchecked Sendable {
     public init(count: Int, side: Int = 256, latency: Int = 40) throws {
         self.count = count
         self.side = side
-        let bodies = Bodies()
+        let bodies = bodies
         server = try LoopbackServer { request, connection in
             let name = request.path.split(separator: "/").last.map(String.init) ?? ""
             guard let index = Int(name.replacingOccurrences(of: ".png", with: "")), index >= 0, index < count else {
@@ -43,6 +44,18 @@ public final class GalleryOrigin: @unchecked Sendable {
             }
             connection.respond(status: 200, headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: body)
         }
+    }
+
+    /// Encodes pictures `0..<count` now, on every core, so that serving them
+    /// later costs no CPU beyond the sockets' (as a remote origin would):
+    /// a frame-time measurement then has no encoder competing with the main
+    /// loop for the cores. Returns the seconds it took.
+    @discardableResult
+    public func prepare(upTo count: Int) -> Double {
+        let start = Date()
+        let (bodies, side) = (bodies, side)
+        DispatchQueue.concurrentPerform(iterations: min(count, self.count)) { _ = bodies.body($0, side: side) }
+        return Date().timeIntervalSince(start)
     }
 
     /// The URL of picture `index`.

@@ -97,6 +97,10 @@ guint aik_main_queue_attach(void);
 guint64 aik_main_queue_dispatch_count(void);
 /* Microseconds spent draining it on the main loop so far (the deliveries: actions, notifications). */
 guint64 aik_main_queue_busy_microseconds(void);
+/* The same in the main thread's CPU time (without the time it was runnable but preempted). */
+guint64 aik_main_queue_busy_cpu_microseconds(void);
+/* The calling thread's CPU time so far, microseconds (CLOCK_THREAD_CPUTIME_ID). */
+guint64 aik_thread_cpu_microseconds(void);
 
 /* MARK: rendering for tests */
 
