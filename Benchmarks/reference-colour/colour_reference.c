@@ -25,7 +25,9 @@
  *   median_mpx_per_s=387.1 checksum=...
  *
  * The checksum (FNV-1a over the converted pixels of the last run) lets a
- * caller check that both sides produced the same bytes.
+ * caller check that both sides produced the same bytes. With
+ * COLOUR_REFERENCE_OUTPUT=PATH in the environment the converted pixels are
+ * also written there (to count how far another conversion is from them).
  */
 #include <lcms2.h>
 #include <stdint.h>
@@ -120,6 +122,12 @@ int main(int argc, char **argv) {
     uint64_t hash = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < bytes; i++) { hash ^= pixels[i]; hash *= 0x100000001b3ull; }
 
+    const char *output = getenv("COLOUR_REFERENCE_OUTPUT");
+    if (output && *output) {
+        FILE *f = fopen(output, "wb");
+        if (!f || fwrite(pixels, 1, bytes, f) != bytes) { fprintf(stderr, "cannot write %s\n", output); return 1; }
+        fclose(f);
+    }
     const char *name = strrchr(argv[1], '/');
     printf("profile=%s width=%zu height=%zu create_ms=%.3f best_ms=%.3f median_ms=%.3f mpx_per_s=%.1f median_mpx_per_s=%.1f checksum=%016llx\n",
            name ? name + 1 : argv[1], width, height, create_ms, best, median,

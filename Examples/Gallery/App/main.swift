@@ -4,7 +4,7 @@
 //   swift run --traits GTKSupport asyncimage-gallery [--count N] [--latency MS] [--cell PT]
 //       [--screenshot FILE.png --after SECONDS]
 //       [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]]
-//       [--decoders N] [--spin N] [--crossfade SECONDS]
+//       [--decoders N] [--spin N] [--crossfade SECONDS] [--starts-per-frame N] [--probe MICROSECONDS]
 //
 // --frame-times scrolls the grid at a steady speed on the frame clock (down,
 // then back to the top, and so on) after a second of warm-up, and prints the
@@ -18,6 +18,12 @@
 // --decoders sets the loader's decoders (default: cores - 1, at least 1, so
 // the main loop keeps a core); --spin keeps N threads busy during the run
 // (GTK's frames with cores taken away: the floor a loaded scroll is held to).
+// --starts-per-frame caps the URLs the grid sets per frame (default 4, half
+// a row; 0: no cap), so a row coming near is started over two frames.
+// --probe spins the main thread for that many microseconds of its CPU time
+// in every frame and reports the spin's wall time: what the machine (other
+// threads, Xvfb, the hypervisor) adds to any main-loop work of that cost,
+// the yardstick for the library's own wall time per frame.
 #if GTKSupport
 import AsyncImageGTK
 import AsyncImageGalleryKit
@@ -38,7 +44,9 @@ struct Options: Sendable {
     /// The loader's decoders: one core fewer than the machine has, at least 1.
     var decoders = max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
     var spin = 0
+    var probe = 0
     var crossfade = 0.2
+    var startsPerFrame = 4
 }
 
 func parse(_ arguments: [String]) -> Options {
@@ -70,12 +78,14 @@ func parse(_ arguments: [String]) -> Options {
             if parts.count == 2 { (options.width, options.height) = (parts[0], parts[1]) }
         case "--decoders": options.decoders = max(1, number(argument))
         case "--spin": options.spin = number(argument)
+        case "--probe": options.probe = number(argument)
         case "--crossfade": options.crossfade = Double(value(argument)) ?? 0.2
+        case "--starts-per-frame": options.startsPerFrame = max(0, number(argument))
         case "--frame-times": options.frameTimes = Double(value(argument)) ?? 10
         case "--no-loading": options.loading = false
         case "--speed": options.speed = Double(number(argument))
         case "-h", "--help":
-            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]] [--decoders N] [--spin N] [--crossfade SECONDS]")
+            print("usage: asyncimage-gallery [--count N] [--latency MS] [--cell PT] [--size WxH] [--screenshot FILE.png --after SECONDS] [--frame-times SECONDS [--no-loading] [--speed PX_PER_S]] [--decoders N] [--spin N] [--crossfade SECONDS] [--starts-per-frame N] [--probe MICROSECONDS]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown option \(argument)\n".utf8))
@@ -118,6 +128,7 @@ final class App: @unchecked Sendable {
         let grid = GalleryGrid(loader: loader, origin: origin, cellSide: options.cell)
         grid.loads = options.loading
         grid.crossfadeDuration = options.crossfade
+        grid.startsPerFrame = options.startsPerFrame
         self.grid = grid
         gtk_window_set_child(aik_window(window), grid.widget)
         gtk_window_present(aik_window(window))
@@ -141,21 +152,24 @@ final class App: @unchecked Sendable {
     private var lastFrame: Int64?
     private var scrollStart: Int64 = 0
     private var intervals: [Double] = []
+    /// Wall ms of each frame's probe (--probe).
+    private var probeWall: [Double] = []
     /// The library's main-loop time in each frame interval, ms (deliveries, ticks, bind/unbind).
     private var libraryPerFrame: [Double] = []
     /// The same in the main thread's CPU time, ms.
     private var libraryCPUPerFrame: [Double] = []
     private var lastLibraryCPU: UInt64 = 0
     /// The same, split: deliveries (the main queue's blocks), picture ticks, the grid's handlers; µs.
-    private var partsPerFrame: [(drain: UInt64, ticks: UInt64, handlers: UInt64, binds: Int, unbinds: Int, started: Int, preempted: Int)] = []
-    private var lastCounts = (binds: 0, unbinds: 0, started: 0, preempted: 0)
+    private var partsPerFrame: [(drain: UInt64, ticks: UInt64, handlers: UInt64, binds: Int, unbinds: Int, started: Int, preempted: Int, waited: Int)] = []
+    private var lastCounts = (binds: 0, unbinds: 0, started: 0, preempted: 0, waited: 0)
 
-    /// The main thread's involuntary context switches so far (it was
-    /// runnable but another thread got its core).
-    private static func preemptions() -> Int {
+    /// The main thread's context switches so far: involuntary (it was
+    /// runnable but another thread got its core) and voluntary (it waited:
+    /// for a lock, or in GLib's poll between frames).
+    private static func switches() -> (preempted: Int, waited: Int) {
         var usage = rusage()
         getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD (not imported)
-        return usage.ru_nivcsw
+        return (usage.ru_nivcsw, usage.ru_nvcsw)
     }
     private var lastParts: (drain: UInt64, ticks: UInt64, handlers: UInt64) = (0, 0, 0)
     private var lastLibraryTotal: UInt64 = 0
@@ -193,7 +207,7 @@ final class App: @unchecked Sendable {
             partsPerFrame.append(
                 (parts.drain - lastParts.drain, parts.ticks - lastParts.ticks, parts.handlers - lastParts.handlers,
                  grid.binds - lastCounts.binds, grid.unbinds - lastCounts.unbinds, grid.started - lastCounts.started,
-                 Self.preemptions() - lastCounts.preempted))
+                 Self.switches().preempted - lastCounts.preempted, Self.switches().waited - lastCounts.waited))
             let adjustment = grid.verticalAdjustment
             let top = gtk_adjustment_get_upper(adjustment) - gtk_adjustment_get_page_size(adjustment)
             var value = gtk_adjustment_get_value(adjustment) + direction * options.speed * dt
@@ -203,11 +217,18 @@ final class App: @unchecked Sendable {
         } else {
             scrollStart = now
         }
+        if options.probe > 0 {
+            // Fixed work, measured in the thread's own CPU time so preemption cannot shorten it.
+            let wall = g_get_monotonic_time(), cpu = GLibMainQueue.threadCPUMicroseconds
+            while GLibMainQueue.threadCPUMicroseconds - cpu < UInt64(options.probe) {}
+            probeWall.append(Double(g_get_monotonic_time() - wall) / 1000)
+        }
         lastFrame = now
         lastLibraryTotal = libraryTotal
         lastLibraryCPU = libraryCPU
         lastParts = parts
-        lastCounts = (grid.binds, grid.unbinds, grid.started, Self.preemptions())
+        let switches = Self.switches()
+        lastCounts = (grid.binds, grid.unbinds, grid.started, switches.preempted, switches.waited)
         guard Double(now - scrollStart) / 1e6 >= seconds else { return true }
         report()
         exit(0)
@@ -222,24 +243,29 @@ final class App: @unchecked Sendable {
         let ticks = Double(AsyncImagePicture.tickMicroseconds - baseline.ticks) / 1000
         let handlers = Double(grid.handlerMicroseconds - baseline.handlers) / 1000
         let f = { (v: Double) in String(format: "%.2f", v) }
-        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off"), decoders \(options.decoders), spinning threads \(options.spin), cross-fade \(options.crossfade) s")
+        print("frames \(intervals.count) at \(Int(options.speed)) px/s, loading \(options.loading ? "on" : "off"), decoders \(options.decoders), spinning threads \(options.spin), cross-fade \(options.crossfade) s, URLs set per frame at most \(options.startsPerFrame == 0 ? "any" : String(options.startsPerFrame))")
         print("frame interval ms: p50 \(f(percentile(0.5))) p99 \(f(percentile(0.99))) longest \(f(sorted.last ?? 0)); over 33 ms: \(sorted.filter { $0 > 33.4 }.count)")
         print("main loop in the library per frame ms: \(f((drain + ticks + handlers) / frames)) (deliveries \(f(drain / frames)), picture ticks \(f(ticks / frames)), bind/unbind \(f(handlers / frames)))")
         let library = libraryPerFrame.sorted()
         func libraryPercentile(_ p: Double) -> Double {
             library.isEmpty ? 0 : library[min(library.count - 1, Int(Double(library.count) * p))]
         }
-        print("main loop in the library per frame interval ms: p50 \(f(libraryPercentile(0.5))) p99 \(f(libraryPercentile(0.99))) longest \(f(library.last ?? 0))")
+        print("main loop in the library per frame interval ms: p50 \(f(libraryPercentile(0.5))) p99 \(f(libraryPercentile(0.99))) longest \(f(library.last ?? 0)); over 2 ms: \(library.filter { $0 > 2 }.count)")
         let cpu = libraryCPUPerFrame.sorted()
         func cpuPercentile(_ p: Double) -> Double { cpu.isEmpty ? 0 : cpu[min(cpu.count - 1, Int(Double(cpu.count) * p))] }
-        print("main loop in the library per frame interval, main thread CPU ms: p50 \(f(cpuPercentile(0.5))) p99 \(f(cpuPercentile(0.99))) longest \(f(cpu.last ?? 0))")
+        print("main loop in the library per frame interval, main thread CPU ms: p50 \(f(cpuPercentile(0.5))) p99 \(f(cpuPercentile(0.99))) longest \(f(cpu.last ?? 0)); over 2 ms: \(cpu.filter { $0 > 2 }.count)")
         // What the slowest frames (at or over the p99) spent their library time on.
         let slow = partsPerFrame.filter { Double($0.drain + $0.ticks + $0.handlers) / 1000 >= libraryPercentile(0.99) }
         if !slow.isEmpty {
             let n = Double(slow.count) * 1000
-            print("  the \(slow.count) frames at or over it, mean ms: deliveries \(f(Double(slow.map(\.drain).reduce(0, +)) / n)), picture ticks \(f(Double(slow.map(\.ticks).reduce(0, +)) / n)), bind/unbind \(f(Double(slow.map(\.handlers).reduce(0, +)) / n)); binds \(slow.map(\.binds)), unbinds \(slow.map(\.unbinds)), URLs set \(slow.map(\.started)), main thread preempted \(slow.map(\.preempted))")
+            print("  the \(slow.count) frames at or over it, mean ms: deliveries \(f(Double(slow.map(\.drain).reduce(0, +)) / n)), picture ticks \(f(Double(slow.map(\.ticks).reduce(0, +)) / n)), bind/unbind \(f(Double(slow.map(\.handlers).reduce(0, +)) / n)); binds \(slow.map(\.binds)), unbinds \(slow.map(\.unbinds)), URLs set \(slow.map(\.started)), main thread preempted \(slow.map(\.preempted)), waited \(slow.map(\.waited))")
             let all = partsPerFrame.map(\.preempted)
             print("  main thread preempted in \(all.filter { $0 > 0 }.count) of \(all.count) frame intervals")
+        }
+        if !probeWall.isEmpty {
+            let probe = probeWall.sorted()
+            let at = { (p: Double) in probe[min(probe.count - 1, Int(Double(probe.count) * p))] }
+            print("probe: \(options.probe) µs of main-thread CPU per frame took, wall ms: p50 \(f(at(0.5))) p99 \(f(at(0.99))) longest \(f(probe.last ?? 0)); over 2 ms: \(probe.filter { $0 > 2 }.count)")
         }
         print(grid.statsText)
     }

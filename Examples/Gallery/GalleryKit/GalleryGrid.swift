@@ -77,7 +77,18 @@ public final class GalleryGrid: @unchecked Sendable {
     public var waitingCount: Int { waiting.count }
     /// How far from the viewport, in points, a bound cell gets its URL (default: one cell).
     public var margin: Double
+    /// At most this many URLs set per frame (default 4, half a row of 8;
+    /// 0: no limit). A fast scroll brings a whole row near at once; setting
+    /// its URLs over two frames halves the longest frame's share of the
+    /// loader's work on the main loop. Cells inside the viewport go first,
+    /// then the nearest; the rest wait for the next frame (a cell a row
+    /// ahead of the viewport still starts before it shows).
+    public var startsPerFrame = 4
+    private var startsFrame: Int64 = -1
+    private var startsInFrame = 0
     private var cells: [UInt: AsyncImagePicture] = [:]
+    /// The cells' views, for the books' lookup by a notification's object.
+    private var cellViews: Set<ObjectIdentifier> = []
     private let placeholder: Image
     private let box = GridBox()
     private var statsSource: guint = 0
@@ -147,7 +158,7 @@ public final class GalleryGrid: @unchecked Sendable {
         ) { [weak self] note in
             guard let url = note.userInfo?[AsyncImageURLKey] as? URL, let view = note.object as? AsyncImageView else { return }
             dispatchPrecondition(condition: .onQueue(.main))
-            guard let self, self.cells.values.contains(where: { $0.view === view }) else { return }
+            guard let self, self.cellViews.contains(ObjectIdentifier(view)) else { return }
             self.deliveries += 1
             if view.imageURL != url { self.staleDeliveries += 1 }
         }
@@ -190,6 +201,7 @@ public final class GalleryGrid: @unchecked Sendable {
         gtk_widget_set_margin_top(picture.widget, 2)
         gtk_widget_set_margin_bottom(picture.widget, 2)
         cells[Self.key(item)] = picture
+        cellViews.insert(ObjectIdentifier(picture.view))
         gtk_list_item_set_child(aik_list_item(UnsafeMutableRawPointer(item)), picture.widget)
     }
 
@@ -201,7 +213,7 @@ public final class GalleryGrid: @unchecked Sendable {
         binds += 1
         bound[Self.key(item)] = (picture, index)
         guard loads else { return }
-        if isNear(picture) {
+        if distance(of: picture) <= margin, takeStart() {
             started += 1
             picture.imageURL = origin.url(of: index)
         } else {
@@ -225,20 +237,36 @@ public final class GalleryGrid: @unchecked Sendable {
     fileprivate func teardown(_ item: UnsafeMutablePointer<GObject>?) {
         let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
         defer { account(since: start, cpu: cpu) }
-        cells[Self.key(item)] = nil
+        if let picture = cells.removeValue(forKey: Self.key(item)) { cellViews.remove(ObjectIdentifier(picture.view)) }
         bound[Self.key(item)] = nil
         waiting[Self.key(item)] = nil
     }
 
-    /// Whether `picture` is laid out within ``margin`` of the viewport.
-    private func isNear(_ picture: AsyncImagePicture) -> Bool {
+    /// How far `picture` is laid out from the viewport, in points (0: it
+    /// overlaps it; infinity: not laid out).
+    private func distance(of picture: AsyncImagePicture) -> Double {
         var bounds = graphene_rect_t()
         guard gtk_widget_get_mapped(picture.widget) != 0,
             gtk_widget_compute_bounds(picture.widget, scrolledWindow, &bounds) != 0
-        else { return false }
+        else { return .infinity }
         let height = Double(gtk_widget_get_height(scrolledWindow))
         let top = Double(bounds.origin.y), bottom = top + Double(bounds.size.height)
-        return bottom > -margin && top < height + margin
+        if bottom <= 0 { return -bottom + 0.5 }
+        if top >= height { return top - height + 0.5 }
+        return 0
+    }
+
+    /// Takes one of this frame's ``startsPerFrame``; false when none is left.
+    private func takeStart() -> Bool {
+        guard startsPerFrame > 0 else { return true }
+        let frame = gtk_widget_get_frame_clock(gridView).map { Int64(gdk_frame_clock_get_frame_counter($0)) } ?? 0
+        if frame != startsFrame {
+            startsFrame = frame
+            startsInFrame = 0
+        }
+        guard startsInFrame < startsPerFrame else { return false }
+        startsInFrame += 1
+        return true
     }
 
     /// Runs ``startNearCells()`` on the grid's next frames (a tick callback
@@ -258,26 +286,36 @@ public final class GalleryGrid: @unchecked Sendable {
         }, Unmanaged.passUnretained(box).toOpaque(), nil)
     }
 
-    /// Sets the URL of every waiting cell now near the viewport.
-    /// Returns true while a waiting cell is not placed yet (look again next frame).
+    /// Sets the URL of waiting cells now near the viewport, up to
+    /// ``startsPerFrame``. Returns true while a waiting cell is not placed
+    /// yet or a near one was deferred (look again next frame).
     private func startNearCells() -> Bool {
         let start = Int64(g_get_monotonic_time()), cpu = GLibMainQueue.threadCPUMicroseconds
         defer { account(since: start, cpu: cpu) }
         var unplaced = false
-        var near: [(key: UInt, cell: (picture: AsyncImagePicture, index: Int))] = []
+        var near: [(key: UInt, distance: Double, cell: (picture: AsyncImagePicture, index: Int))] = []
         for (key, cell) in waiting {
             guard gtk_widget_get_mapped(cell.picture.widget) != 0, gtk_widget_get_width(cell.picture.widget) > 0 else {
                 unplaced = true
                 continue
             }
-            if isNear(cell.picture) { near.append((key, cell)) }
+            let distance = distance(of: cell.picture)
+            if distance <= margin { near.append((key, distance, cell)) }
         }
+        // The visible first, then the nearest (index order among equals, for a stable order).
+        near.sort { ($0.distance, $0.cell.index) < ($1.distance, $1.cell.index) }
         // Removed after the loop: a removal during it would copy the dictionary it iterates.
-        for (key, cell) in near {
+        var deferred = false
+        for (key, _, cell) in near {
+            guard takeStart() else {
+                deferred = true
+                break
+            }
             waiting[key] = nil
             started += 1
             cell.picture.imageURL = origin.url(of: cell.index)
         }
+        if deferred { return true }
         unplacedFrames += 1
         return unplaced && unplacedFrames < 3
     }

@@ -45,25 +45,44 @@ enum ColorPixelLayout: Hashable, Sendable {
     }
 }
 
-/// A Little CMS transform from one source profile to sRGB, for one pixel
-/// layout, intent and black-point setting. Immutable once made, and used
-/// from any thread: it is made with `cmsFLAGS_NOCACHE`, so `cmsDoTransform`
-/// keeps no state in it between calls.
+/// A transform from one source profile to sRGB, for one pixel layout,
+/// intent and black-point setting: Little CMS's, and for a matrix-shaper
+/// profile the fast path that gives the same pixels (``MatrixShaperKernel``).
+/// Immutable once made, and used from any thread: the Little CMS transform
+/// is made with `cmsFLAGS_NOCACHE`, so `cmsDoTransform` keeps no state in
+/// it between calls.
 final class ColorTransform: @unchecked Sendable {
     private let handle: cmsHTRANSFORM
     let layout: ColorPixelLayout
+    /// The fast path, when the profile, intent and layout have one.
+    let kernel: MatrixShaperKernel?
 
-    fileprivate init(handle: cmsHTRANSFORM, layout: ColorPixelLayout) {
+    /// Which implementation converts.
+    enum Path: Sendable {
+        /// The kernel when there is one, else Little CMS.
+        case fastest
+        /// Little CMS always (the reference).
+        case littleCMS
+    }
+
+    fileprivate init(handle: cmsHTRANSFORM, layout: ColorPixelLayout, kernel: MatrixShaperKernel?) {
         self.handle = handle
         self.layout = layout
+        self.kernel = kernel
     }
 
     deinit { cmsDeleteTransform(handle) }
 
     /// Converts `height` rows of `width` pixels in place (rows `bytesPerRow`
     /// apart, 4 bytes a pixel). CMYK comes out as opaque RGBA.
-    func apply(_ pixels: UnsafeMutablePointer<UInt8>, width: Int, height: Int, bytesPerRow: Int) {
+    func apply(
+        _ pixels: UnsafeMutablePointer<UInt8>, width: Int, height: Int, bytesPerRow: Int, path: Path = .fastest
+    ) {
         guard width > 0, height > 0 else { return }
+        if path == .fastest, let kernel {
+            kernel.apply(pixels, width: width, height: height, bytesPerRow: bytesPerRow)
+            return
+        }
         // One call per band of rows keeps each call's pixel count in 32 bits.
         let rowsPerCall = max(1, min(height, Int(UInt32.max) / 4 / max(1, bytesPerRow)))
         var row = 0
@@ -88,8 +107,8 @@ final class ColorTransform: @unchecked Sendable {
     }
 
     /// Converts a tightly packed buffer of `count` bytes (4 a pixel).
-    func apply(_ pixels: UnsafeMutablePointer<UInt8>, byteCount count: Int) {
-        apply(pixels, width: count / 4, height: 1, bytesPerRow: count / 4 * 4)
+    func apply(_ pixels: UnsafeMutablePointer<UInt8>, byteCount count: Int, path: Path = .fastest) {
+        apply(pixels, width: count / 4, height: 1, bytesPerRow: count / 4 * 4, path: path)
     }
 }
 
@@ -278,7 +297,30 @@ enum LCMS {
             let handle = cmsCreateTransform(
                 source, layout.lcmsInputFormat, sRGB, aiv_lcms_rgba_8(), management.intent.lcmsValue, flags)
         else { return .failure(.init(reason: "Little CMS cannot make a transform from the profile")) }
-        return .success(ColorTransform(handle: handle, layout: layout))
+        let reference = ColorTransform(handle: handle, layout: layout, kernel: nil)
+        // The fast path only where it agrees with Little CMS: made with a
+        // handle of its own, checked against the reference.
+        guard let kernel = MatrixShaperKernel(source: source, layout: layout, management: management),
+            let second = cmsCreateTransform(
+                source, layout.lcmsInputFormat, sRGB, aiv_lcms_rgba_8(), management.intent.lcmsValue, flags)
+        else { return .success(reference) }
+        let fast = ColorTransform(handle: second, layout: layout, kernel: kernel)
+        return .success(agree(fast, reference) ? fast : reference)
+    }
+
+    /// Whether `transform`'s fast path and Little CMS agree to within one
+    /// level on every channel of a grid of colours (every combination of 18
+    /// levels per channel, 0 to 255) and every grey.
+    static func agree(_ transform: ColorTransform, _ reference: ColorTransform) -> Bool {
+        var pixels: [UInt8] = []
+        let steps = stride(from: 0, through: 255, by: 15).map { UInt8($0) }
+        for r in steps { for g in steps { for b in steps { pixels += [r, g, b, 255] } } }
+        for level in 0...255 { pixels += [UInt8(level), UInt8(level), UInt8(level), 255] }
+        var expected = pixels
+        pixels.withUnsafeMutableBufferPointer { transform.apply($0.baseAddress!, byteCount: $0.count) }
+        expected.withUnsafeMutableBufferPointer { reference.apply($0.baseAddress!, byteCount: $0.count, path: .littleCMS) }
+        for index in pixels.indices where abs(Int(pixels[index]) - Int(expected[index])) > 1 { return false }
+        return true
     }
 
     /// A matrix-shaper profile from PNG chunks: `cHRM`'s primaries and white

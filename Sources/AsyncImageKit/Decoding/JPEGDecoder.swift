@@ -45,10 +45,16 @@ public struct JPEGDecoder: ImageDecoding {
             ShrinkOnLoad.jpegDenominator(source: header.size ?? target, final: target, quality: options.resizeQuality)
         } ?? 1
 
+        // An RGB image's transform runs on the rows as libjpeg hands them
+        // out (in cache), not as a second pass; CMYK and grey files, whose
+        // layout the codec settles, are converted after the decode.
+        let rowTransform =
+            header.pixelLayout == .rgba && !header.iccSegments.isEmpty
+            ? ColorConversion.transform(for: header.colorSource, layout: .rgba, management: options.colorManagement) : nil
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
-                RowSink(stop: options.stop).withCSink { sink in
+                RowSink(stop: options.stop, transform: rowTransform).withCSink { sink in
                     (options.isProgressivePreview ? aiv_jpeg_decode_preview : aiv_jpeg_decode)(
                         bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
                         UInt32(denominator), options.resizeQuality == .high ? 1 : 0, allocator, sink, &result)
@@ -56,6 +62,16 @@ public struct JPEGDecoder: ImageDecoding {
             }
         }
         guard status == 0 else { throw result.failure(format) }
+        if rowTransform != nil, result.layout != AIV_LAYOUT_RGBA {
+            // The header said three components and libjpeg gave four: the
+            // rows were converted as RGB. Never reached by a file libjpeg
+            // accepts; failed rather than shown wrong.
+            _ = result.takePixels()
+            throw .decoding(
+                DecodingFailure(
+                    format: format, stage: .pixels, reason: "the colour layout changed during the decode", isPixelLimit: false),
+                url: nil)
+        }
 
         let width = Int(result.width)
         let height = Int(result.height)
@@ -69,9 +85,12 @@ public struct JPEGDecoder: ImageDecoding {
             case AIV_LAYOUT_CMYK_INVERTED: .cmykInverted
             default: header.iccSegments.isEmpty ? nil : header.pixelLayout.map { $0.isCMYK ? .rgba : $0 }
             }
-        let transform = layout.flatMap {
-            ColorConversion.transform(for: header.colorSource, layout: $0, management: options.colorManagement)
-        }
+        let transform =
+            rowTransform != nil
+            ? nil  // converted row by row already
+            : layout.flatMap {
+                ColorConversion.transform(for: header.colorSource, layout: $0, management: options.colorManagement)
+            }
         if let raw = result.pixels {
             if let transform {
                 transform.apply(raw, width: width, height: height, bytesPerRow: bytesPerRow)

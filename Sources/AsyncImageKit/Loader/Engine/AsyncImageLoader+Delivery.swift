@@ -221,9 +221,13 @@ struct NotificationPost: @unchecked Sendable {
         guard let center else { return }
         switch outcome {
         case .success(let response):
-            var info: [AnyHashable: Any] = [
-                AsyncImageImageKey: response.image, AsyncImageURLKey: url, AsyncImageResponseKey: response,
-            ]
+            // Sized for all five keys up front: a literal of three grows
+            // (rehashing every key) when the fourth is added, on the
+            // delivery queue, which is a GTK program's main loop.
+            var info = [AnyHashable: Any](minimumCapacity: 5)
+            info[AsyncImageImageKey] = response.image
+            info[AsyncImageURLKey] = url
+            info[AsyncImageResponseKey] = response
             if let cache { info[AsyncImageCacheKey] = cache }
             if response.isStale { info[AsyncImageStaleKey] = true }
             center.post(name: .asyncImageLoadDidFinish, object: target, userInfo: info)
