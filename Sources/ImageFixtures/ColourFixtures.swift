@@ -55,6 +55,16 @@ public enum ColourFixtures {
         RawPNGWriter.encode(image, chunks: chunks)
     }
 
+    /// An encoded `png` with `chunks` inserted after its IHDR (so before
+    /// IDAT, as `iCCP` must be).
+    public static func png(_ png: Data, inserting chunks: [(type: String, payload: Data)]) -> Data {
+        let headerEnd = png.startIndex + 8 + 25  // signature, then IHDR (length, type, 13 bytes, CRC)
+        var out = Data(png[png.startIndex..<headerEnd])
+        for chunk in chunks { out.append(chunk: chunk.type, chunk.payload) }
+        out.append(png[headerEnd...])
+        return out
+    }
+
     /// `gif` with an `ICCRGBG1012` application extension holding `profile`
     /// (255-byte sub-blocks) after its logical screen and global colour table.
     public static func gif(_ gif: Data, profile: Data) -> Data {

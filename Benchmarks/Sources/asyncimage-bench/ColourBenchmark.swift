@@ -28,7 +28,13 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
     let on = DecodingOptions()
     var off = DecodingOptions()
     off.colorManagement = .off
-    print("Photo \(width)x\(height) JPEG q90; each figure the median of runs over at least \(seconds) s; one thread.\n")
+    print("Photo \(width)x\(height) JPEG q90 (and the same pixels as a PNG); each figure the median of runs over at least \(seconds) s; one thread.\n")
+    // The decoded photo as an RGBA PNG (libpng, fast compression), tagged per profile.
+    let photoPixels = try JPEGDecoder().decode(untagged, options: off)
+    let taggedPNG: (Data) -> Data? = { profile in
+        guard let plain = try? PNGEncoder(compressionLevel: 1).encode(photoPixels) else { return nil }
+        return ColourFixtures.png(plain, inserting: [("iCCP", ColourFixtures.iCCPPayload(profile))])
+    }
 
     for path in profiles {
         let name = URL(fileURLWithPath: path).lastPathComponent
@@ -79,17 +85,15 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
             "transform made in \(line["create_ms"] ?? "?") ms; output against it: \(difference)")
         ratio("  ratio transform time AsyncImageKit / C", (transform * cMegapixelsPerSecond) / megapixels, goal: "<= 1.10")
         ratio("  ratio decode converted / off, full size", decodeOn / decodeOff, goal: "<= 1.30 (issue 41)")
-        for side in [256, 512] {
-            var small = on
-            small.targetSize = PixelSize(width: side, height: side)
-            small.contentMode = .aspectFit
-            var smallOff = small
-            smallOff.colorManagement = .off
-            let smallOn = measure(seconds: seconds) { _ = try! ImageDecoder().decode(tagged, options: small) }
-            let smallPlain = measure(seconds: seconds) { _ = try! ImageDecoder().decode(tagged, options: smallOff) }
-            row("  decode to \(side) px (fit), off", megapixels / smallPlain, String(format: "%.2f ms", smallPlain * 1000))
-            row("  decode to \(side) px (fit), converted", megapixels / smallOn, String(format: "%.2f ms", smallOn * 1000))
-            ratio("  ratio decode converted / off, \(side) px", smallOn / smallPlain, goal: "<= 1.05 (issue 41)")
+        displaySizes(tagged, megapixels: megapixels, seconds: seconds, on: on)
+        if let png = taggedPNG(profile) {
+            // The same pixels as a PNG (rows converted as libpng hands them out).
+            let pngOff = measure(seconds: seconds) { _ = try! PNGDecoder().decode(png, options: off) }
+            let pngOn = measure(seconds: seconds) { _ = try! PNGDecoder().decode(png, options: on) }
+            row("  PNG: decode, colour management off", megapixels / pngOff, String(format: "%.1f ms", pngOff * 1000))
+            row("  PNG: decode, converted to sRGB", megapixels / pngOn, String(format: "%.1f ms", pngOn * 1000))
+            ratio("  PNG: ratio decode converted / off, full size", pngOn / pngOff, goal: "<= 1.30 (issue 41)")
+            displaySizes(png, megapixels: megapixels, seconds: seconds, on: on, label: "PNG: ")
         }
         print("")
     }
@@ -100,6 +104,23 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
     row("  decode, colour management off", megapixels / plainOff, String(format: "%.1f ms", plainOff * 1000))
     row("  decode, colour management on (the default)", megapixels / plainOn, String(format: "%.1f ms", plainOn * 1000))
     ratio("  ratio on / off", plainOn / plainOff, goal: "1.00 within noise (no transform)")
+}
+
+/// The issue's display-size rows: `data` decoded to 256 and 512 px (fit,
+/// `ResizeQuality.high`, the default) converted and not.
+private func displaySizes(_ data: Data, megapixels: Double, seconds: Double, on: DecodingOptions, label: String = "") {
+    for side in [256, 512] {
+        var small = on
+        small.targetSize = PixelSize(width: side, height: side)
+        small.contentMode = .aspectFit
+        var smallOff = small
+        smallOff.colorManagement = .off
+        let smallOn = measure(seconds: seconds) { _ = try! ImageDecoder().decode(data, options: small) }
+        let smallPlain = measure(seconds: seconds) { _ = try! ImageDecoder().decode(data, options: smallOff) }
+        row("  \(label)decode to \(side) px (fit), off", megapixels / smallPlain, String(format: "%.2f ms", smallPlain * 1000))
+        row("  \(label)decode to \(side) px (fit), converted", megapixels / smallOn, String(format: "%.2f ms", smallOn * 1000))
+        ratio("  \(label)ratio decode converted / off, \(side) px", smallOn / smallPlain, goal: "<= 1.05 (issue 41)")
+    }
 }
 
 /// The image's first frame, rows packed (4 bytes a pixel).

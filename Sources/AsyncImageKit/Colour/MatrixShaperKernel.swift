@@ -23,6 +23,10 @@ import Foundation
 final class MatrixShaperKernel: @unchecked Sendable {
     // Immutable once made: read from any thread.
     private let tables: UnsafeMutablePointer<aiv_matrix_shaper>
+    /// The same conversion for a resize in linear light: the input tables
+    /// and the matrix (then clipping) run as the resampler reads each pixel,
+    /// and sRGB's encoding only on its output (the small image).
+    let linearSource: LinearSource
 
     /// A kernel for `source`, or nil when the profile, intent, settings or
     /// layout are not ones it converts as Little CMS does.
@@ -57,6 +61,9 @@ final class MatrixShaperKernel: @unchecked Sendable {
             output[index] = UInt8(max(0, min(255, (value * 255).rounded())))
         }
         self.tables = tables
+        linearSource = LinearSource(
+            decode: Array(UnsafeBufferPointer(start: linear, count: 768)),
+            matrix: LinearSource.Matrix(rowMajor: combined.map(Float.init)))
     }
 
     deinit { tables.deallocate() }

@@ -124,6 +124,10 @@ public struct AVIFDecoder: ImageDecoding {
         let storedTarget = orientation.swapsDimensions ? natural.transposed : natural
         let resizes = options.targetSize != nil && storedTarget != stored
         guard storedTarget.width > 0, storedTarget.height > 0 else { throw failure(.pixels, "cannot scale to \(natural)") }
+        // A matrix-shaper transform before a resize in linear light runs in
+        // the resize (see JPEGDecoder): once per pixel, in floats, with only
+        // the small image encoded.
+        let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
 
         let bytesPerRow = stored.width * 4
         var mapper: HDRToneMapper?
@@ -147,7 +151,9 @@ public struct AVIFDecoder: ImageDecoding {
             let pixels = try PixelMemory.make(bytesPerRow * stored.height) { out throws(AsyncImageError) in
                 try convert(
                     image, decoder, frame: index, crop: crop, mapper: mapper, into: out, bytesPerRow: bytesPerRow)
-                transform?.apply(out, width: stored.width, height: stored.height, bytesPerRow: bytesPerRow)
+                if resizeLight == nil {
+                    transform?.apply(out, width: stored.width, height: stored.height, bytesPerRow: bytesPerRow)
+                }
             }
             let duration = frameCount > 1 ? AnimationTimeline.displayDuration(decoder.pointee.imageTiming.duration) : 0
             frames.append(ImageFrame(pixels: pixels, duration: duration))
@@ -159,7 +165,10 @@ public struct AVIFDecoder: ImageDecoding {
             width: stored.width, height: stored.height, bytesPerRow: bytesPerRow, frames: frames, format: .avif,
             originalSize: upright, loopCount: frameCount > 1 ? 0 : nil, decodeInfo: decodeInfo,
             opacity: !hasAlpha ? .opaque : resizes ? .unmeasured : .unknown)
-        if resizes { image = try ImageResizer.resize(image, to: storedTarget, quality: options.resizeQuality) }
+        if resizes {
+            image = try ImageResizer.resize(
+                image, to: storedTarget, quality: options.resizeQuality, light: resizeLight ?? .sRGB)
+        }
         if orientation != .up { image = try OrientationTransform.apply(orientation, to: image) }
         return image
     }

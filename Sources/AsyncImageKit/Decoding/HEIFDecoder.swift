@@ -92,6 +92,12 @@ public struct HEIFDecoder: ImageDecoding {
         let transform =
             toneMapping == nil
             ? ColorConversion.transform(for: colorSource, layout: .rgba, management: options.colorManagement) : nil
+        let full = PixelSize(width: width, height: height)
+        let natural = options.naturalSize(for: full)
+        let resizes = options.targetSize != nil && natural != full
+        // A matrix-shaper transform before a resize in linear light runs in
+        // the resize (see JPEGDecoder).
+        let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
         // HDR above 8 bits: libheif's samples at their own depth (16-bit
         // words in this machine's order), tone mapped before anything is
         // rounded to 8 bits.
@@ -152,17 +158,16 @@ public struct HEIFDecoder: ImageDecoding {
                 for y in 0..<height {
                     (out + y * bytesPerRow).update(from: plane + y * Int(stride), count: bytesPerRow)
                 }
-                transform?.apply(out, width: width, height: height, bytesPerRow: bytesPerRow)
+                if resizeLight == nil { transform?.apply(out, width: width, height: height, bytesPerRow: bytesPerRow) }
             }
         }
-        let full = PixelSize(width: width, height: height)
-        let natural = options.naturalSize(for: full)
-        let resizes = options.targetSize != nil && natural != full
         guard natural.width > 0, natural.height > 0 else { throw failure(.pixels, "cannot scale to \(natural)") }
         let image = Image(
             width: width, height: height, bytesPerRow: bytesPerRow, frames: [ImageFrame(pixels: frame, duration: 0)],
             format: .heic, originalSize: full, decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: full),
             opacity: !hasAlpha ? .opaque : resizes ? .unmeasured : .unknown)
-        return resizes ? try ImageResizer.resize(image, to: natural, quality: options.resizeQuality) : image
+        return resizes
+            ? try ImageResizer.resize(image, to: natural, quality: options.resizeQuality, light: resizeLight ?? .sRGB)
+            : image
     }
 }

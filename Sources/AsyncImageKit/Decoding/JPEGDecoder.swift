@@ -51,10 +51,16 @@ public struct JPEGDecoder: ImageDecoding {
         let rowTransform =
             header.pixelLayout == .rgba && !header.iccSegments.isEmpty
             ? ColorConversion.transform(for: header.colorSource, layout: .rgba, management: options.colorManagement) : nil
+        // A display-size decode filtered in linear light with a matrix-shaper
+        // profile converts nothing as rows come: the resampler reads the
+        // source's values through its own curves and the matrix runs on the
+        // small image (the transform moved to where there are fewest pixels).
+        let resizeLight =
+            storedTarget != nil && options.resizeQuality == .high ? rowTransform?.kernel?.linearSource : nil
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
-                RowSink(stop: options.stop, transform: rowTransform).withCSink { sink in
+                RowSink(stop: options.stop, transform: resizeLight == nil ? rowTransform : nil).withCSink { sink in
                     (options.isProgressivePreview ? aiv_jpeg_decode_preview : aiv_jpeg_decode)(
                         bytes, count, UInt64(max(0, options.maxPixels)), Int32(clamping: options.maxProgressiveScans),
                         UInt32(denominator), options.resizeQuality == .high ? 1 : 0, allocator, sink, &result)
@@ -78,16 +84,17 @@ public struct JPEGDecoder: ImageDecoding {
         let bytesPerRow = Int(result.bytes_per_row)
         // Colour conversion on the decoded (DCT-scaled) pixels, before any
         // resize: CMYK must become RGB first, and the resize then averages
-        // sRGB values, as for an untagged file.
+        // sRGB values, as for an untagged file (except resizeLight's case).
         let layout: ColorPixelLayout? =
             switch result.layout {
             case AIV_LAYOUT_CMYK: .cmyk
             case AIV_LAYOUT_CMYK_INVERTED: .cmykInverted
             default: header.iccSegments.isEmpty ? nil : header.pixelLayout.map { $0.isCMYK ? .rgba : $0 }
             }
+        let resizes = storedTarget.map { $0 != PixelSize(width: width, height: height) } ?? false
         let transform =
             rowTransform != nil
-            ? nil  // converted row by row already
+            ? (resizeLight != nil && !resizes ? rowTransform : nil)  // converted row by row, or by the resize
             : layout.flatMap {
                 ColorConversion.transform(for: header.colorSource, layout: $0, management: options.colorManagement)
             }
@@ -107,7 +114,8 @@ public struct JPEGDecoder: ImageDecoding {
             decodeInfo: DecodeInfo(scaleDenominator: Int(result.scale_denom), decodedSize: result.decodedSize),
             opacity: .opaque)  // JPEG has no alpha: every pixel is opaque
         if let storedTarget, storedTarget != image.size {
-            image = try ImageResizer.resize(image, to: storedTarget, quality: options.resizeQuality)
+            image = try ImageResizer.resize(
+                image, to: storedTarget, quality: options.resizeQuality, light: resizeLight ?? .sRGB)
         }
         if orientation != .up {
             image = try OrientationTransform.apply(orientation, to: image)

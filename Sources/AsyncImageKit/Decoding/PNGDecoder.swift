@@ -27,28 +27,39 @@ public struct PNGDecoder: ImageDecoding {
     public func decode(_ data: Data, options: DecodingOptions) throws(AsyncImageError) -> Image {
         let header = PNGHeader(data)
         let orientation = header.orientation
+        // libpng hands out RGBA (grey expanded): the transform runs on the
+        // rows as they become final, in cache, not as a second pass; for a
+        // display size filtered in linear light with a matrix-shaper
+        // profile, in the resize instead (on the small image; see JPEGDecoder).
+        let transform = header.colorSource.flatMap { source in
+            ColorPixelLayout(header.colorType).flatMap {
+                ColorConversion.transform(for: source, layout: $0, management: options.colorManagement)
+            }
+        }
+        let resizeLight =
+            options.targetSize != nil && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in
-                RowSink(stop: options.stop).withCSink { sink in
+                RowSink(stop: options.stop, transform: resizeLight == nil ? transform : nil).withCSink { sink in
                     aiv_png_decode(bytes, count, UInt64(max(0, options.maxPixels)), allocator, sink, &result)
                 }
             }
         }
         guard status == 0 else { throw result.failure(format) }
         let stored = result.decodedSize
-        if let source = header.colorSource, let layout = ColorPixelLayout(header.colorType), let raw = result.pixels,
-            let transform = ColorConversion.transform(for: source, layout: layout, management: options.colorManagement)
-        {
-            transform.apply(raw, width: stored.width, height: stored.height, bytesPerRow: Int(result.bytes_per_row))
-        }
-        let pixels = result.takePixels()
         let upright = orientation.swapsDimensions ? stored.transposed : stored
         // The target is for the upright image: the stored pixels are resized to its stored equivalent.
         let resized = options.targetSize.map { _ in
             let final = options.naturalSize(for: upright)
             return orientation.swapsDimensions ? final.transposed : final
         }
+        let light = resized != nil && resized != stored ? resizeLight : nil
+        if resizeLight != nil, light == nil, let transform, let raw = result.pixels {
+            // No resize after all: converted here.
+            transform.apply(raw, width: stored.width, height: stored.height, bytesPerRow: Int(result.bytes_per_row))
+        }
+        let pixels = result.takePixels()
         // Opaque by its colour type (no alpha, no tRNS), else scanned,
         // unless a resize follows, which measures its own result.
         let opacity: Image.Opacity =
@@ -58,7 +69,7 @@ public struct PNGDecoder: ImageDecoding {
             frames: [ImageFrame(pixels: pixels, duration: 0)], format: .png, originalSize: upright,
             decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: stored), opacity: opacity)
         if let resized {
-            image = try ImageResizer.resize(image, to: resized, quality: options.resizeQuality)
+            image = try ImageResizer.resize(image, to: resized, quality: options.resizeQuality, light: light ?? .sRGB)
         }
         if orientation != .up {
             image = try OrientationTransform.apply(orientation, to: image)

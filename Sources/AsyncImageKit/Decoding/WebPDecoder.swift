@@ -125,15 +125,21 @@ public struct WebPDecoder: ImageDecoding {
             PixelMemory.release(buffer, count: size)
             throw failure(decoded == VP8_STATUS_OUT_OF_MEMORY ? .memory : .pixels, Self.message(decoded, "image data"))
         }
-        // After libwebp's scaling: the fewest pixels.
-        colorTransform(bytes, count: count, options: options)?.apply(
-            buffer, width: output.width, height: output.height, bytesPerRow: bytesPerRow)
+        // After libwebp's scaling: the fewest pixels; a matrix-shaper
+        // transform before a resize in linear light runs in the resize
+        // (see JPEGDecoder).
+        let transform = colorTransform(bytes, count: count, options: options)
+        let resizeLight =
+            final != output && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
+        if resizeLight == nil {
+            transform?.apply(buffer, width: output.width, height: output.height, bytesPerRow: bytesPerRow)
+        }
         let image = Image(
             width: output.width, height: output.height, bytesPerRow: bytesPerRow,
             frames: [ImageFrame(pixels: PixelMemory.data(taking: buffer, count: size), duration: 0)], format: .webp,
             originalSize: full, decodeInfo: DecodeInfo(scaleDenominator: 1, decodedSize: output),
             opacity: .opaque(if: !hasAlpha))
-        return try ImageResizer.resize(image, to: final, quality: options.resizeQuality)
+        return try ImageResizer.resize(image, to: final, quality: options.resizeQuality, light: resizeLight ?? .sRGB)
     }
 
     private func decodeAnimation(
@@ -181,6 +187,9 @@ public struct WebPDecoder: ImageDecoding {
 
         let frameBytes = canvasPixels * 4
         let transform = colorTransform(bytes, count: count, options: options)
+        let natural = options.naturalSize(for: PixelSize(width: width, height: height))
+        let resizes = options.targetSize != nil && natural != PixelSize(width: width, height: height)
+        let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         var previousTimestamp: Int32 = 0
@@ -193,7 +202,7 @@ public struct WebPDecoder: ImageDecoding {
             }
             let pixels = try PixelMemory.make(frameBytes) { out throws(AsyncImageError) in
                 out.update(from: canvas, count: frameBytes)
-                transform?.apply(out, width: width, height: height, bytesPerRow: width * 4)
+                if resizeLight == nil { transform?.apply(out, width: width, height: height, bytesPerRow: width * 4) }
             }
             let milliseconds = max(0, Int(timestamp) - Int(previousTimestamp))
             previousTimestamp = timestamp
@@ -208,14 +217,12 @@ public struct WebPDecoder: ImageDecoding {
         var decodeInfo = DecodeInfo(scaleDenominator: 1, decodedSize: PixelSize(width: width, height: height))
         decodeInfo.countedPixels = counted
         // Scanned, unless a resize follows, which measures its own result.
-        let natural = options.naturalSize(for: PixelSize(width: width, height: height))
-        let resizes = options.targetSize != nil && natural != PixelSize(width: width, height: height)
         let image = Image(
             width: width, height: height, bytesPerRow: width * 4, frames: frames, format: .webp,
             loopCount: Self.loopCount(forPlayCount: Int(info.loop_count)), decodeInfo: decodeInfo,
             opacity: resizes ? .unmeasured : .unknown)
         guard resizes else { return image }
-        return try ImageResizer.resize(image, to: natural, quality: options.resizeQuality)
+        return try ImageResizer.resize(image, to: natural, quality: options.resizeQuality, light: resizeLight ?? .sRGB)
     }
 
     /// The conversion of the `ICCP` chunk's profile to sRGB, `nil` without one.

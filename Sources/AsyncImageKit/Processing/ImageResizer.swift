@@ -42,12 +42,21 @@ public enum ImageResizer {
     /// in linear light to about twice `size` first (when the image is
     /// larger than that), then filters with Lanczos3 in linear light.
     public static func resize(_ image: Image, to size: PixelSize, quality: ResizeQuality) throws(AsyncImageError) -> Image {
+        try resize(image, to: size, quality: quality, light: .sRGB)
+    }
+
+    /// ``resize(_:to:quality:)`` with ``ResizeQuality/high``'s linear light
+    /// taken from `light` (``ResizeQuality/fast`` needs sRGB values: the
+    /// caller converts first).
+    package static func resize(
+        _ image: Image, to size: PixelSize, quality: ResizeQuality, light: LinearSource
+    ) throws(AsyncImageError) -> Image {
         switch quality {
         case .fast: try resize(image, to: size, filter: .areaAverage)
         case .high:
             try resize(
                 image, to: size, filter: .lanczos3,
-                box: ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .high))
+                box: ShrinkOnLoad.boxFactors(source: image.size, final: size, quality: .high), light: light)
         }
     }
 
@@ -56,8 +65,12 @@ public enum ImageResizer {
     /// of `box.x` x `box.y` pixels averaged, the last ones at the right and
     /// bottom edges over what is left); the image itself when the size is
     /// unchanged.
+    ///
+    /// `light` says where Lanczos3's linear light comes from (sRGB by
+    /// default); the area average ignores it.
     package static func resize(
-        _ image: Image, to size: PixelSize, filter: Filter, box: (x: Int, y: Int) = (1, 1)
+        _ image: Image, to size: PixelSize, filter: Filter, box: (x: Int, y: Int) = (1, 1),
+        light: LinearSource = .sRGB
     ) throws(AsyncImageError) -> Image {
         guard size != image.size else { return image }
         guard size.width > 0, size.height > 0 else {
@@ -84,7 +97,7 @@ public enum ImageResizer {
                     let alpha = resample(
                         raw.bindMemory(to: UInt8.self).baseAddress!, bytesPerRow: image.bytesPerRow,
                         into: out, horizontal: horizontal, vertical: vertical, linear: linear, box: box,
-                        opaque: image.isOpaque)
+                        opaque: image.isOpaque, light: light)
                     if alpha != 255 { opaque = false }
                 }
             }
@@ -228,7 +241,7 @@ public enum ImageResizer {
     static func resample(
         _ source: UnsafePointer<UInt8>, bytesPerRow: Int,
         into out: UnsafeMutablePointer<UInt8>, horizontal: Weights, vertical: Weights, linear: Bool = false,
-        box: Box? = nil, opaque: Bool = false
+        box: Box? = nil, opaque: Bool = false, light: LinearSource = .sRGB
     ) -> UInt8 {
         var alpha: UInt8 = 255
         let width = horizontal.start.count
@@ -245,44 +258,47 @@ public enum ImageResizer {
             accumulator.deallocate()
             expanded.deallocate()
         }
-        horizontal.values.withUnsafeBufferPointer { hw in
-            horizontal.start.withUnsafeBufferPointer { starts in
-                let taps = Taps(
-                    weights: hw.baseAddress!, starts: starts.baseAddress!, taps: horizontal.taps, width: width,
-                    expanded: expanded, sourceWidth: sourceWidth, linear: linear, box: box, opaque: opaque)
-                vertical.values.withUnsafeBufferPointer { vw in
-                    for y in 0..<height {
-                        let first = vertical.start[y]
-                        let weights = vw.baseAddress! + y * ringSize
-                        var started = false
-                        for k in 0..<ringSize {
-                            let w = weights[k]
-                            if w == 0 { continue }
-                            let s = first + k
-                            let slot = s % ringSize
-                            let resampled = ring + slot * width
-                            if ringRows[slot] != s {
-                                if box.isIdentity {
-                                    taps.resampleRow(source + s * bytesPerRow, into: resampled)
-                                } else {
-                                    let rows = min(box.y, box.source.height - s * box.y)
-                                    taps.resampleBlockRow(
-                                        source + s * box.y * bytesPerRow, rows: rows, bytesPerRow: bytesPerRow,
-                                        into: resampled)
+        light.decode.withUnsafeBufferPointer { decode in
+            horizontal.values.withUnsafeBufferPointer { hw in
+                horizontal.start.withUnsafeBufferPointer { starts in
+                    let taps = Taps(
+                        weights: hw.baseAddress!, starts: starts.baseAddress!, taps: horizontal.taps, width: width,
+                        expanded: expanded, sourceWidth: sourceWidth, linear: linear, box: box, opaque: opaque,
+                        decode: decode.baseAddress!, matrix: light.matrix)
+                    vertical.values.withUnsafeBufferPointer { vw in
+                        for y in 0..<height {
+                            let first = vertical.start[y]
+                            let weights = vw.baseAddress! + y * ringSize
+                            var started = false
+                            for k in 0..<ringSize {
+                                let w = weights[k]
+                                if w == 0 { continue }
+                                let s = first + k
+                                let slot = s % ringSize
+                                let resampled = ring + slot * width
+                                if ringRows[slot] != s {
+                                    if box.isIdentity {
+                                        taps.resampleRow(source + s * bytesPerRow, into: resampled)
+                                    } else {
+                                        let rows = min(box.y, box.source.height - s * box.y)
+                                        taps.resampleBlockRow(
+                                            source + s * box.y * bytesPerRow, rows: rows, bytesPerRow: bytesPerRow,
+                                            into: resampled)
+                                    }
+                                    ringRows[slot] = s
                                 }
-                                ringRows[slot] = s
+                                if started {
+                                    for x in 0..<width { accumulator[x] += resampled[x] * w }
+                                } else {
+                                    for x in 0..<width { accumulator[x] = resampled[x] * w }
+                                    started = true
+                                }
                             }
-                            if started {
-                                for x in 0..<width { accumulator[x] += resampled[x] * w }
-                            } else {
-                                for x in 0..<width { accumulator[x] = resampled[x] * w }
-                                started = true
-                            }
+                            alpha &=
+                                linear
+                                ? writeLinearRow(accumulator, width: width, into: out + y * width * 4)
+                                : writeRow(accumulator, width: width, into: out + y * width * 4)
                         }
-                        alpha &=
-                            linear
-                            ? writeLinearRow(accumulator, width: width, into: out + y * width * 4)
-                            : writeRow(accumulator, width: width, into: out + y * width * 4)
                     }
                 }
             }
@@ -305,28 +321,30 @@ public enum ImageResizer {
         let box: Box
         /// Every source alpha is 255 (known without a scan): linear light skips premultiplying.
         let opaque: Bool
+        /// ``LinearSource/decode``: red's 256 entries, then green's, then blue's.
+        let decode: UnsafePointer<Float>
+        /// ``LinearSource/matrix``: applied to each pixel before the filter
+        /// (after the box), clipped to 0...alpha.
+        let matrix: LinearSource.Matrix?
 
         /// Resamples one RGBA row to `width` premultiplied pixels (alpha in lane 3).
         @inline(__always)
         func resampleRow(_ source: UnsafePointer<UInt8>, into out: UnsafeMutablePointer<SIMD4<Float>>) {
             // Each source pixel is converted once, though it may fall under two output pixels.
             var p = source
+            let (red, green, blue) = (decode, decode + 256, decode + 512)
             if linear && opaque {
                 // Every alpha is 255: nothing to premultiply.
-                LinearLight.decode.withUnsafeBufferPointer { table in
-                    for x in 0..<sourceWidth {
-                        expanded[x] = SIMD4<Float>(table[Int(p[0])], table[Int(p[1])], table[Int(p[2])], 1)
-                        p += 4
-                    }
+                for x in 0..<sourceWidth {
+                    expanded[x] = SIMD4<Float>(red[Int(p[0])], green[Int(p[1])], blue[Int(p[2])], 1)
+                    p += 4
                 }
             } else if linear {
-                LinearLight.decode.withUnsafeBufferPointer { table in
-                    for x in 0..<sourceWidth {
-                        let alpha = Float(p[3]) * (1 / 255)
-                        expanded[x] = SIMD4<Float>(
-                            table[Int(p[0])] * alpha, table[Int(p[1])] * alpha, table[Int(p[2])] * alpha, alpha)
-                        p += 4
-                    }
+                for x in 0..<sourceWidth {
+                    let alpha = Float(p[3]) * (1 / 255)
+                    expanded[x] = SIMD4<Float>(
+                        red[Int(p[0])] * alpha, green[Int(p[1])] * alpha, blue[Int(p[2])] * alpha, alpha)
+                    p += 4
                 }
             } else {
                 for x in 0..<sourceWidth {
@@ -335,6 +353,7 @@ public enum ImageResizer {
                     p += 4
                 }
             }
+            if linear, let matrix { matrix.map(expanded, count: sourceWidth) }
             filter(into: out)
         }
 
@@ -346,30 +365,30 @@ public enum ImageResizer {
             _ source: UnsafePointer<UInt8>, rows: Int, bytesPerRow: Int, into out: UnsafeMutablePointer<SIMD4<Float>>
         ) {
             let reducedWidth = box.reduced.width
-            LinearLight.decode.withUnsafeBufferPointer { table in
-                for j in 0..<reducedWidth {
-                    let first = j * box.x
-                    let end = min(sourceWidth, first + box.x)
-                    var sum = SIMD4<Float>()
-                    for r in 0..<rows {
-                        var p = source + r * bytesPerRow + first * 4
-                        if opaque {
-                            for _ in first..<end {
-                                sum += SIMD4<Float>(table[Int(p[0])], table[Int(p[1])], table[Int(p[2])], 1)
-                                p += 4
-                            }
-                        } else {
-                            for _ in first..<end {
-                                let alpha = Float(p[3]) * (1 / 255)
-                                sum += SIMD4<Float>(
-                                    table[Int(p[0])] * alpha, table[Int(p[1])] * alpha, table[Int(p[2])] * alpha, alpha)
-                                p += 4
-                            }
+            let (red, green, blue) = (decode, decode + 256, decode + 512)
+            for j in 0..<reducedWidth {
+                let first = j * box.x
+                let end = min(sourceWidth, first + box.x)
+                var sum = SIMD4<Float>()
+                for r in 0..<rows {
+                    var p = source + r * bytesPerRow + first * 4
+                    if opaque {
+                        for _ in first..<end {
+                            sum += SIMD4<Float>(red[Int(p[0])], green[Int(p[1])], blue[Int(p[2])], 1)
+                            p += 4
+                        }
+                    } else {
+                        for _ in first..<end {
+                            let alpha = Float(p[3]) * (1 / 255)
+                            sum += SIMD4<Float>(
+                                red[Int(p[0])] * alpha, green[Int(p[1])] * alpha, blue[Int(p[2])] * alpha, alpha)
+                            p += 4
                         }
                     }
-                    expanded[j] = sum * (1 / Float((end - first) * rows))
                 }
+                expanded[j] = sum * (1 / Float((end - first) * rows))
             }
+            if let matrix { matrix.map(expanded, count: reducedWidth) }
             filter(into: out)
         }
 
@@ -482,6 +501,65 @@ public enum ImageResizer {
     }
 }
 
+/// Where a Lanczos3 resize's linear light comes from: the 8-bit values'
+/// curves to linear light, then a matrix from those primaries to sRGB's,
+/// clipped to sRGB's gamut pixel by pixel before the filter (as a colour
+/// transform clips) but after the integer box, when there is one (its
+/// blocks are averaged in the source's linear light first: the matrix runs
+/// on the reduced pixels); the result is always encoded as sRGB.
+///
+/// ``sRGB`` is sRGB in, no matrix (every untagged or sRGB image). A
+/// matrix-shaper profile's (``MatrixShaperKernel/linearSource``) lets a
+/// display-size decode run the colour transform inside the resize: the
+/// pixels go from the source's values to sRGB's linear light once, in
+/// floats, instead of to sRGB bytes and back to linear light, and the
+/// output table runs on the small image only.
+package struct LinearSource: Sendable {
+    /// A 3x3 matrix from the source's linear primaries to sRGB's.
+    package struct Matrix: Sendable {
+        /// Row-major: sRGB linear = m x source linear.
+        let m: [Float]
+
+        init(rowMajor m: [Float]) {
+            precondition(m.count == 9)
+            self.m = m
+        }
+
+        /// Maps `count` premultiplied pixels in place, each colour clipped
+        /// to 0...alpha (0...1 unpremultiplied), alpha kept.
+        func map(_ pixels: UnsafeMutablePointer<SIMD4<Float>>, count: Int) {
+            // Scalar floats: SIMD4's lanes, extracted and rebuilt, and the
+            // generic pointwise min/max cost 10-60 ns a pixel here.
+            let (m0, m1, m2, m3, m4, m5, m6, m7, m8) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
+            pixels.withMemoryRebound(to: Float.self, capacity: count * 4) { p in
+                var p = p
+                for _ in 0..<count {
+                    let (r, g, b, a) = (p[0], p[1], p[2], p[3])
+                    p[0] = Swift.min(Swift.max(m0 * r + m1 * g + m2 * b, 0), a)
+                    p[1] = Swift.min(Swift.max(m3 * r + m4 * g + m5 * b, 0), a)
+                    p[2] = Swift.min(Swift.max(m6 * r + m7 * g + m8 * b, 0), a)
+                    p += 4
+                }
+            }
+        }
+    }
+
+    /// 768 entries: an 8-bit red value's linear light, then green's, then blue's.
+    let decode: [Float]
+    /// To sRGB's linear primaries, then clipped; nil: already sRGB's.
+    let matrix: Matrix?
+
+    package init(decode: [Float], matrix: Matrix?) {
+        precondition(decode.count == 768)
+        self.decode = decode
+        self.matrix = matrix
+    }
+
+    /// sRGB in, sRGB out.
+    package static let sRGB = LinearSource(
+        decode: LinearLight.decode + LinearLight.decode + LinearLight.decode, matrix: nil)
+}
+
 /// The sRGB transfer as tables, for filtering in linear light (IEC 61966-2-1).
 enum LinearLight {
     /// An 8-bit sRGB code value's linear light, 0...1.
@@ -504,3 +582,4 @@ enum LinearLight {
     /// The sRGB curve, encoding: linear light in 0...1 to a value in 0...1.
     static func toSRGB(_ l: Double) -> Double { l <= 0.0031308 ? l * 12.92 : 1.055 * pow(l, 1 / 2.4) - 0.055 }
 }
+

@@ -151,6 +151,52 @@ final class ColourConversionTests: XCTestCase {
         try? text.write(to: folder.appendingPathComponent("colour-table.txt"), atomically: true, encoding: .utf8)
     }
 
+    /// At display size (``ResizeQuality/high``), a tagged PNG or WebP
+    /// against the reference: Little CMS's conversion of the file
+    /// (Pillow's), then the same resampler. Matrix-shaper profiles are
+    /// converted inside the resize (in floats, no rounding to bytes between
+    /// the transform and the filter), the others before it: within two
+    /// levels of the reference (which rounds twice) and mean ΔE00 at most
+    /// 0.2. (`MatrixShaperKernelTests` holds the fused path against the
+    /// same reference computed exactly.)
+    func testDisplaySizeDecodesMatchTheReferenceResized() throws {
+        let (folder, entries) = try fixtures()
+        var checked = 0
+        for entry in entries where entry.kind == "tagged" && (entry.file.hasSuffix(".png") || entry.file.hasSuffix(".webp")) {
+            let data = try read(folder, entry.file)
+            let full = try ImageDecoder().decode(data)
+            let reference = try read(folder, try XCTUnwrap(entry.reference))
+            var rgba = Data(capacity: reference.count / 3 * 4)
+            for index in stride(from: 0, to: reference.count, by: 3) {
+                rgba.append(contentsOf: reference[index..<index + 3])
+                rgba.append(255)
+            }
+            let target = PixelSize(width: full.width / 2, height: full.height / 2)
+            let expected = try ImageResizer.resize(
+                Image(width: full.width, height: full.height, rgba: rgba), to: target, quality: .high)
+            var options = DecodingOptions()
+            options.targetSize = target
+            options.resizeQuality = .high
+            let small = try ImageDecoder().decode(data, options: options)
+            XCTAssertEqual(small.size, target, entry.name)
+            var levels = 0
+            var rgb = Data()
+            for y in 0..<target.height {
+                for x in 0..<target.width {
+                    let a = small.pixel(x: x, y: y), b = expected.pixel(x: x, y: y)
+                    levels = max(levels, abs(Int(a.r) - Int(b.r)), abs(Int(a.g) - Int(b.g)), abs(Int(a.b) - Int(b.b)))
+                    rgb.append(contentsOf: [b.r, b.g, b.b])
+                }
+            }
+            let difference = try XCTUnwrap(ColourDifference.compare(rgba: small.pixels, rgb: rgb), entry.name)
+            XCTAssertLessThanOrEqual(levels, 2, entry.name)
+            XCTAssertLessThanOrEqual(difference.mean, 0.2, entry.name)
+            print(String(format: "display size %@: %d level(s), mean ΔE00 %.3f, max %.3f", entry.name, levels, difference.mean, difference.max))
+            checked += 1
+        }
+        XCTAssertGreaterThanOrEqual(checked, 4)
+    }
+
     /// sRGB-tagged files decode to their untagged twin's bytes; untagged
     /// files the same with conversion on or off.
     func testSRGBAndUntaggedFilesAreUnchanged() throws {
