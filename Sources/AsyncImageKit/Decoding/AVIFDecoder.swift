@@ -125,8 +125,8 @@ public struct AVIFDecoder: ImageDecoding {
         let resizes = options.targetSize != nil && storedTarget != stored
         guard storedTarget.width > 0, storedTarget.height > 0 else { throw failure(.pixels, "cannot scale to \(natural)") }
         // A matrix-shaper transform before a resize in linear light runs in
-        // the resize (see JPEGDecoder): once per pixel, in floats, with only
-        // the small image encoded.
+        // the resize (see JPEGDecoder): in floats, with only the small image
+        // encoded.
         let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
 
         let bytesPerRow = stored.width * 4

@@ -53,8 +53,9 @@ public struct JPEGDecoder: ImageDecoding {
             ? ColorConversion.transform(for: header.colorSource, layout: .rgba, management: options.colorManagement) : nil
         // A display-size decode filtered in linear light with a matrix-shaper
         // profile converts nothing as rows come: the resampler reads the
-        // source's values through its own curves and the matrix runs on the
-        // small image (the transform moved to where there are fewest pixels).
+        // source's values through the profile's curves and matrix (in floats,
+        // no rounding to bytes before the filter), and only its output, the
+        // small image, is encoded to sRGB bytes.
         let resizeLight =
             storedTarget != nil && options.resizeQuality == .high ? rowTransform?.kernel?.linearSource : nil
         var result = aiv_decode_result()

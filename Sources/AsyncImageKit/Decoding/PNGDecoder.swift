@@ -30,7 +30,7 @@ public struct PNGDecoder: ImageDecoding {
         // libpng hands out RGBA (grey expanded): the transform runs on the
         // rows as they become final, in cache, not as a second pass; for a
         // display size filtered in linear light with a matrix-shaper
-        // profile, in the resize instead (on the small image; see JPEGDecoder).
+        // profile, in the resize instead (see JPEGDecoder).
         let transform = header.colorSource.flatMap { source in
             ColorPixelLayout(header.colorType).flatMap {
                 ColorConversion.transform(for: source, layout: $0, management: options.colorManagement)
