@@ -26,6 +26,45 @@ public enum ImageComparison {
         return largest
     }
 
+    /// The largest difference of any colour channel (R, G, B) between the two, in levels.
+    public static func maxColourDifference(_ a: Image, _ b: Image) -> Int {
+        (0..<3).map { maxDifference(a, b, channel: $0) }.max()!
+    }
+
+    /// Mean and largest CIEDE2000 between the two images' colours (alpha
+    /// ignored), both read as sRGB.
+    public static func ciede2000(_ a: Image, _ b: Image) -> (mean: Double, max: Double) {
+        precondition(a.size == b.size, "\(a.size) against \(b.size)")
+        return ciede2000(a, rgb: rgb(b))
+    }
+
+    /// Mean and largest CIEDE2000 between an image's colours and tightly
+    /// packed RGB bytes of its size (a reference computed outside `Image`).
+    public static func ciede2000(_ a: Image, rgb: Data) -> (mean: Double, max: Double) {
+        precondition(rgb.count == a.width * a.height * 3, "\(rgb.count) bytes for \(a.size)")
+        return ColourDifference.compare(rgba: rgba(a), rgb: rgb)!
+    }
+
+    /// The image's pixels as tightly packed RGB bytes (row padding dropped).
+    public static func rgb(_ image: Image) -> Data { packed(image, channels: 3) }
+
+    /// The image's pixels as tightly packed RGBA bytes (row padding dropped).
+    public static func rgba(_ image: Image) -> Data { packed(image, channels: 4) }
+
+    private static func packed(_ image: Image, channels: Int) -> Data {
+        var data = Data(capacity: image.width * image.height * channels)
+        image.pixels.withUnsafeBytes { raw in
+            for y in 0..<image.height {
+                let row = raw[(y * image.bytesPerRow)...]
+                for x in 0..<image.width {
+                    let at = row.startIndex + x * 4
+                    data.append(contentsOf: raw[at..<at + channels])
+                }
+            }
+        }
+        return data
+    }
+
     /// Whether every pixel's four channels are equal.
     public static func isEqual(_ a: Image, _ b: Image) -> Bool {
         guard a.size == b.size else { return false }

@@ -73,6 +73,18 @@ final class ColorTransform: @unchecked Sendable {
 
     deinit { cmsDeleteTransform(handle) }
 
+    /// Where a decoder hands this transform to the resize instead of
+    /// running it on the decoded image: when a resize follows, filters in
+    /// linear light (``ResizeQuality/high``), and the profile has the fast
+    /// path. The resampler then reads the source's values through the
+    /// profile's curves and matrix in floats, and only the small image is
+    /// encoded to sRGB bytes; otherwise (no resize, or `.fast`, which
+    /// averages sRGB values) the decoder converts first. The one rule the
+    /// five decoders that do this share.
+    func linearSource(resizing resizes: Bool, quality: ResizeQuality) -> LinearSource? {
+        resizes && quality == .high ? kernel?.linearSource : nil
+    }
+
     /// Converts `height` rows of `width` pixels in place (rows `bytesPerRow`
     /// apart, 4 bytes a pixel). CMYK comes out as opaque RGBA.
     func apply(

@@ -127,7 +127,7 @@ public struct AVIFDecoder: ImageDecoding {
         // A matrix-shaper transform before a resize in linear light runs in
         // the resize (see JPEGDecoder): in floats, with only the small image
         // encoded.
-        let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
+        let resizeLight = transform?.linearSource(resizing: resizes, quality: options.resizeQuality)
 
         let bytesPerRow = stored.width * 4
         var mapper: HDRToneMapper?

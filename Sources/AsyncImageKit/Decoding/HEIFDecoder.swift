@@ -97,7 +97,7 @@ public struct HEIFDecoder: ImageDecoding {
         let resizes = options.targetSize != nil && natural != full
         // A matrix-shaper transform before a resize in linear light runs in
         // the resize (see JPEGDecoder).
-        let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
+        let resizeLight = transform?.linearSource(resizing: resizes, quality: options.resizeQuality)
         // HDR above 8 bits: libheif's samples at their own depth (16-bit
         // words in this machine's order), tone mapped before anything is
         // rounded to 8 bits.

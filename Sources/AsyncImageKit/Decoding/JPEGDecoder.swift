@@ -56,8 +56,7 @@ public struct JPEGDecoder: ImageDecoding {
         // source's values through the profile's curves and matrix (in floats,
         // no rounding to bytes before the filter), and only its output, the
         // small image, is encoded to sRGB bytes.
-        let resizeLight =
-            storedTarget != nil && options.resizeQuality == .high ? rowTransform?.kernel?.linearSource : nil
+        let resizeLight = rowTransform?.linearSource(resizing: storedTarget != nil, quality: options.resizeQuality)
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in

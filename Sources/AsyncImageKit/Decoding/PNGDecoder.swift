@@ -36,8 +36,7 @@ public struct PNGDecoder: ImageDecoding {
                 ColorConversion.transform(for: source, layout: $0, management: options.colorManagement)
             }
         }
-        let resizeLight =
-            options.targetSize != nil && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
+        let resizeLight = transform?.linearSource(resizing: options.targetSize != nil, quality: options.resizeQuality)
         var result = aiv_decode_result()
         let status = data.withBytes { bytes, count in
             withUnsafePointer(to: PixelMemory.codecAllocator) { allocator in

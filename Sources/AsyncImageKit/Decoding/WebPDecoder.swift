@@ -129,8 +129,7 @@ public struct WebPDecoder: ImageDecoding {
         // transform before a resize in linear light runs in the resize
         // (see JPEGDecoder).
         let transform = colorTransform(bytes, count: count, options: options)
-        let resizeLight =
-            final != output && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
+        let resizeLight = transform?.linearSource(resizing: final != output, quality: options.resizeQuality)
         if resizeLight == nil {
             transform?.apply(buffer, width: output.width, height: output.height, bytesPerRow: bytesPerRow)
         }
@@ -189,7 +188,7 @@ public struct WebPDecoder: ImageDecoding {
         let transform = colorTransform(bytes, count: count, options: options)
         let natural = options.naturalSize(for: PixelSize(width: width, height: height))
         let resizes = options.targetSize != nil && natural != PixelSize(width: width, height: height)
-        let resizeLight = resizes && options.resizeQuality == .high ? transform?.kernel?.linearSource : nil
+        let resizeLight = transform?.linearSource(resizing: resizes, quality: options.resizeQuality)
         var frames: [ImageFrame] = []
         frames.reserveCapacity(frameCount)
         var previousTimestamp: Int32 = 0

@@ -179,16 +179,8 @@ final class ColourConversionTests: XCTestCase {
             options.resizeQuality = .high
             let small = try ImageDecoder().decode(data, options: options)
             XCTAssertEqual(small.size, target, entry.name)
-            var levels = 0
-            var rgb = Data()
-            for y in 0..<target.height {
-                for x in 0..<target.width {
-                    let a = small.pixel(x: x, y: y), b = expected.pixel(x: x, y: y)
-                    levels = max(levels, abs(Int(a.r) - Int(b.r)), abs(Int(a.g) - Int(b.g)), abs(Int(a.b) - Int(b.b)))
-                    rgb.append(contentsOf: [b.r, b.g, b.b])
-                }
-            }
-            let difference = try XCTUnwrap(ColourDifference.compare(rgba: small.pixels, rgb: rgb), entry.name)
+            let levels = ImageComparison.maxColourDifference(small, expected)
+            let difference = ImageComparison.ciede2000(small, expected)
             XCTAssertLessThanOrEqual(levels, 2, entry.name)
             XCTAssertLessThanOrEqual(difference.mean, 0.2, entry.name)
             print(String(format: "display size %@: %d level(s), mean ΔE00 %.3f, max %.3f", entry.name, levels, difference.mean, difference.max))

@@ -367,17 +367,11 @@ final class MatrixShaperKernelTests: XCTestCase {
                     // Within two levels of the 8-bit reference (which rounds to bytes
                     // twice, before and after the filter); against the exact one,
                     // closer on average than it, and no farther at worst.
-                    var levels = 0
-                    for y in 0..<small.height {
-                        for x in 0..<small.width {
-                            let a = small.pixel(x: x, y: y), b = expected.pixel(x: x, y: y)
-                            levels = max(levels, abs(Int(a.r) - Int(b.r)), abs(Int(a.g) - Int(b.g)), abs(Int(a.b) - Int(b.b)))
-                        }
-                    }
+                    let levels = ImageComparison.maxColourDifference(small, expected)
                     XCTAssertLessThanOrEqual(levels, 2, label)
                     let exact = try exactResize(plain, profile: profile, to: small.size)
-                    let fused = try XCTUnwrap(ColourDifference.compare(rgba: Self.packed(small), rgb: exact), label)
-                    let eightBit = try XCTUnwrap(ColourDifference.compare(rgba: Self.packed(expected), rgb: exact), label)
+                    let fused = ImageComparison.ciede2000(small, rgb: exact)
+                    let eightBit = ImageComparison.ciede2000(expected, rgb: exact)
                     XCTAssertLessThanOrEqual(fused.mean, 0.2, label)
                     XCTAssertLessThanOrEqual(fused.mean, eightBit.mean, label)
                     XCTAssertLessThanOrEqual(fused.max, max(1.0, eightBit.max), label)
@@ -423,16 +417,8 @@ final class MatrixShaperKernelTests: XCTestCase {
                             width: base.width, height: base.height, bytesPerRow: base.bytesPerRow,
                             frames: [ImageFrame(pixels: Data(pixels), duration: 0)], opacity: .opaque),
                         to: small.size, quality: .high)
-                    var levels = 0
-                    var rgb = Data()
-                    for y in 0..<small.height {
-                        for x in 0..<small.width {
-                            let a = small.pixel(x: x, y: y), b = expected.pixel(x: x, y: y)
-                            levels = max(levels, abs(Int(a.r) - Int(b.r)), abs(Int(a.g) - Int(b.g)), abs(Int(a.b) - Int(b.b)))
-                            rgb.append(contentsOf: [b.r, b.g, b.b])
-                        }
-                    }
-                    let difference = try XCTUnwrap(ColourDifference.compare(rgba: Self.packed(small), rgb: rgb), label)
+                    let levels = ImageComparison.maxColourDifference(small, expected)
+                    let difference = ImageComparison.ciede2000(small, expected)
                     print("display size \(label): \(levels) level(s), mean ΔE00 \(difference.mean), max \(difference.max)")
                     XCTAssertLessThanOrEqual(difference.mean, 0.2, label)
                     XCTAssertLessThanOrEqual(difference.max, 2.0, label)
@@ -470,14 +456,7 @@ final class MatrixShaperKernelTests: XCTestCase {
             cmsCreateTransform(source, rgbDouble, sRGB, rgbDouble, UInt32(INTENT_RELATIVE_COLORIMETRIC), UInt32(cmsFLAGS_NOCACHE)))
         defer { cmsDeleteTransform(transform) }
         let (width, height) = (plain.width, plain.height)
-        var input = [Double]()
-        input.reserveCapacity(width * height * 3)
-        for y in 0..<height {
-            for x in 0..<width {
-                let pixel = plain.pixel(x: x, y: y)
-                input += [Double(pixel.r) / 255, Double(pixel.g) / 255, Double(pixel.b) / 255]
-            }
-        }
+        let input = ImageComparison.rgb(plain).map { Double($0) / 255 }
         var linear = [Double](repeating: 0, count: input.count)
         cmsDoTransform(transform, input, &linear, UInt32(width * height))
         linear = linear.map { LinearLight.toLinear(min(1, max(0, $0))) }
@@ -511,14 +490,4 @@ final class MatrixShaperKernelTests: XCTestCase {
         return out
     }
 
-    private static func packed(_ image: Image) -> Data {
-        var data = Data()
-        for y in 0..<image.height {
-            for x in 0..<image.width {
-                let pixel = image.pixel(x: x, y: y)
-                data.append(contentsOf: [pixel.r, pixel.g, pixel.b, pixel.a])
-            }
-        }
-        return data
-    }
 }
