@@ -6,7 +6,8 @@ import Foundation
 /// curves and a 3x3 matrix (Display P3, Adobe RGB, ProPhoto, Rec. 709 and
 /// 2020, PNG `cHRM` + `gAMA`, `nclx` SDR) converted to sRGB by a small C
 /// kernel (`aiv_matrix_shaper_apply`): an input table to linear light, one
-/// matrix to sRGB's linear primaries, an output table to sRGB bytes.
+/// matrix to sRGB's linear primaries, then sRGB's curve (evaluated: the
+/// inverse of Little CMS's own sRGB curve) to bytes.
 ///
 /// Little CMS stays the parser and the reference: the curves and colorants
 /// are read through it, the output curve is the inverse of its sRGB
@@ -38,10 +39,8 @@ final class MatrixShaperKernel: @unchecked Sendable {
         else { return nil }
         defer { cmsCloseProfile(sRGB) }
         guard let target = Self.colorants(of: sRGB), let inverse = Self.inverse(target),
-            let curves = Self.curves(of: source), let sRGBCurve = Self.curves(of: sRGB)?[0],
-            let encode = cmsReverseToneCurve(sRGBCurve)
+            let curves = Self.curves(of: source)
         else { return nil }
-        defer { cmsFreeToneCurve(encode) }
         let tables = UnsafeMutablePointer<aiv_matrix_shaper>.allocate(capacity: 1)
         let linear = aiv_matrix_shaper_to_linear(tables)!
         for channel in 0..<3 {
@@ -52,14 +51,6 @@ final class MatrixShaperKernel: @unchecked Sendable {
         let combined = Self.multiply(inverse, matrix)
         let m = aiv_matrix_shaper_matrix(tables)!
         for index in 0..<9 { m[index] = Float(combined[index]) }
-        let steps = Int(AIV_SRGB_TABLE_STEPS)
-        let output = aiv_matrix_shaper_to_srgb(tables)!
-        for index in 0...steps {
-            // Indexed by the square root of linear light (finest near black).
-            let root = Float(index) / Float(steps)
-            let value = cmsEvalToneCurveFloat(encode, root * root)
-            output[index] = UInt8(max(0, min(255, (value * 255).rounded())))
-        }
         self.tables = tables
         linearSource = LinearSource(
             decode: Array(UnsafeBufferPointer(start: linear, count: 768)),

@@ -186,24 +186,20 @@ int aiv_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height,
 /*
  * The colour fast path for matrix-shaper profiles (colour_kernel.c): per
  * pixel an input table to linear light, a 3x3 matrix to sRGB's linear
- * primaries, an output table to sRGB bytes. In C for the same reason as the
+ * primaries, sRGB's curve (evaluated) to bytes. In C for the same reason as the
  * codecs' loops: it is the inner loop of a full-size decode and the
  * compiler vectorises the matrix and the clamps here, not in Swift. Swift
  * builds the tables from Little CMS (the parser and the reference) and
  * checks the result against it (ColorConversion.swift).
  */
-#define AIV_SRGB_TABLE_STEPS 16384  /* output table: sqrt(linear) in [0, 1] in these steps */
-
 typedef struct {
     float to_linear[3][256];     /* per channel: the source curve at v / 255 */
     float matrix[9];             /* row-major: sRGB linear = matrix x source linear */
-    uint8_t to_srgb[AIV_SRGB_TABLE_STEPS + 1];  /* sRGB byte of linear (i / AIV_SRGB_TABLE_STEPS)^2 */
-} aiv_matrix_shaper;
+} aiv_matrix_shaper;            /* sRGB's own curve is evaluated by the kernel (colour_kernel.c) */
 
 /* Where Swift fills the tables (it imports no array this large). */
 static inline float *aiv_matrix_shaper_to_linear(aiv_matrix_shaper *k) { return &k->to_linear[0][0]; }
 static inline float *aiv_matrix_shaper_matrix(aiv_matrix_shaper *k) { return k->matrix; }
-static inline uint8_t *aiv_matrix_shaper_to_srgb(aiv_matrix_shaper *k) { return k->to_srgb; }
 
 /* Converts rows of RGBA pixels in place (alpha left as it is). */
 void aiv_matrix_shaper_apply(const aiv_matrix_shaper *kernel, uint8_t *pixels,
