@@ -107,3 +107,54 @@ void aiv_matrix_shaper_apply(const aiv_matrix_shaper *k, uint8_t *pixels,
 #endif
     convert(k, pixels, width, height, bytes_per_row);
 }
+
+/* The resampler's reading of an opaque row through a matrix-shaper
+ * profile (ImageResizer's LinearSource): the same input stage as the
+ * kernel's, then the matrix and the clip to 0...1, written as linear
+ * floats (R, G, B, 1) for the filter, not encoded. */
+static inline __attribute__((always_inline)) void expand(const uint8_t *source, size_t count, const float *tables,
+                                                         const float *matrix, float *out) {
+    float r[BLOCK], g[BLOCK], b[BLOCK];
+    const float m0 = matrix[0], m1 = matrix[1], m2 = matrix[2];
+    const float m3 = matrix[3], m4 = matrix[4], m5 = matrix[5];
+    const float m6 = matrix[6], m7 = matrix[7], m8 = matrix[8];
+    for (size_t start = 0; start < count; start += BLOCK) {
+        size_t n = count - start < BLOCK ? count - start : BLOCK;
+        const uint8_t *p = source + start * 4;
+        float *o = out + start * 4;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, p + i * 4, 4);
+            r[i] = tables[v & 255];
+            g[i] = tables[256 + ((v >> 8) & 255)];
+            b[i] = tables[512 + ((v >> 16) & 255)];
+        }
+        for (size_t i = 0; i < n; i++) {
+            float x = m0 * r[i] + m1 * g[i] + m2 * b[i];
+            float yv = m3 * r[i] + m4 * g[i] + m5 * b[i];
+            float z = m6 * r[i] + m7 * g[i] + m8 * b[i];
+            o[i * 4] = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
+            o[i * 4 + 1] = yv < 0.0f ? 0.0f : (yv > 1.0f ? 1.0f : yv);
+            o[i * 4 + 2] = z < 0.0f ? 0.0f : (z > 1.0f ? 1.0f : z);
+            o[i * 4 + 3] = 1.0f;
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__clang__)
+__attribute__((target("avx2,fma"))) static void expand_avx2(const uint8_t *source, size_t count, const float *tables,
+                                                            const float *matrix, float *out) {
+    expand(source, count, tables, matrix, out);
+}
+#endif
+
+void aiv_matrix_shaper_expand_opaque(const uint8_t *source, size_t count, const float *tables, const float *matrix,
+                                     float *out) {
+#if defined(__x86_64__) && defined(__clang__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        expand_avx2(source, count, tables, matrix, out);
+        return;
+    }
+#endif
+    expand(source, count, tables, matrix, out);
+}

@@ -9,16 +9,24 @@ struct ReferenceProgram {
     let binary: URL
 
     /// Compiles `reference-<folder>/<name>.c` against the pkg-config
-    /// `packages` into `output`.
-    init(folder: String, name: String, packages: [String], into output: URL) throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../\(folder)/\(name).c").standardized
+    /// `packages` into `output`. With `librarySources` (paths from the
+    /// repository's root, such as the library's colour kernel), those are
+    /// compiled into the program too, with the library's C include folder
+    /// and `AIV_KERNEL` defined, by clang as SwiftPM compiles them (`cc`
+    /// otherwise).
+    init(folder: String, name: String, packages: [String], into output: URL, librarySources: [String] = []) throws {
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let source = here.appendingPathComponent("../../\(folder)/\(name).c").standardized
+        let root = here.appendingPathComponent("../../..").standardized
         binary = output.appendingPathComponent(name)
-        let status = try Self.run(
-            URL(fileURLWithPath: "/bin/sh"),
-            ["-c", "cc -O2 -o '\(binary.path)' '\(source.path)' $(pkg-config --cflags --libs \(packages.joined(separator: " ")))"]
-        ).status
-        guard status == 0 else { throw BenchError("cannot compile \(source.path) (pkg-config \(packages.joined(separator: " ")))") }
+        var command = "cc -O2"
+        if !librarySources.isEmpty {
+            command = "clang -O2 -DAIV_KERNEL -I'\(root.appendingPathComponent("Sources/CImageCodecs/include").path)'"
+            command += librarySources.map { " '\(root.appendingPathComponent($0).path)'" }.joined()
+        }
+        command += " -o '\(binary.path)' '\(source.path)' $(pkg-config --cflags --libs \(packages.joined(separator: " ")))"
+        let status = try Self.run(URL(fileURLWithPath: "/bin/sh"), ["-c", command]).status
+        guard status == 0 else { throw BenchError("cannot compile \(source.path) (\(command))") }
     }
 
     /// Runs the program with `arguments`: its `key=value` line.

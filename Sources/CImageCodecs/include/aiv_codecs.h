@@ -205,6 +205,15 @@ static inline float *aiv_matrix_shaper_matrix(aiv_matrix_shaper *k) { return k->
 void aiv_matrix_shaper_apply(const aiv_matrix_shaper *kernel, uint8_t *pixels,
                              size_t width, size_t height, size_t bytes_per_row);
 
+/* For the resampler (ImageResizer's LinearSource): `count` opaque RGBA
+ * pixels read through `tables` (768 floats: red's 256 entries, then
+ * green's, then blue's) and the row-major 3x3 `matrix`, clipped to 0...1,
+ * written to `out` as 4 floats a pixel (alpha 1). In C for the kernel's
+ * reason: here the compiler vectorises the matrix (about 0.2 ns a pixel,
+ * against 0.9 as scalar Swift). */
+void aiv_matrix_shaper_expand_opaque(const uint8_t *source, size_t count, const float *tables,
+                                     const float *matrix, float *out);
+
 #ifdef __cplusplus
 }
 #endif
