@@ -83,6 +83,7 @@ public struct JXLDecoder: ImageDecoding {
         var info: JxlBasicInfo?
         var upright = PixelSize(width: 0, height: 0)
         var transform: ColorTransform?
+        var resizeLight: LinearSource?
         // PQ or HLG: libjxl's 16-bit RGBA in the image's own encoding, into
         // `wide` (one buffer for every frame), tone mapped into `buffer`.
         var mapper: HDRToneMapper?
@@ -187,7 +188,14 @@ public struct JXLDecoder: ImageDecoding {
                         samples, channels: 4, inputRowSamples: upright.width * 4, width: upright.width,
                         height: upright.height, into: done.pointer, bytesPerRow: upright.width * 4)
                 }
-                transform?.apply(done.pointer, width: upright.width, height: upright.height, bytesPerRow: upright.width * 4)
+                // A display-size decode filtered in linear light runs a
+                // matrix-shaper transform inside the resize (see JPEGDecoder).
+                resizeLight = transform?.linearSource(
+                    resizing: options.targetSize != nil && options.naturalSize(for: upright) != upright,
+                    quality: options.resizeQuality)
+                if resizeLight == nil {
+                    transform?.apply(done.pointer, width: upright.width, height: upright.height, bytesPerRow: upright.width * 4)
+                }
                 let duration = (info?.have_animation ?? 0) != 0 ? AnimationTimeline.displayDuration(frameDuration) : 0
                 frames.append(ImageFrame(pixels: PixelMemory.data(taking: done.pointer, count: done.count), duration: duration))
                 if options.firstFrameOnly { break decoding }  // a still: the rest is never decoded
@@ -217,6 +225,7 @@ public struct JXLDecoder: ImageDecoding {
             originalSize: upright,
             loopCount: animated && frames.count > 1 ? WebPDecoder.loopCount(forPlayCount: Int(info.animation.num_loops)) : nil,
             decodeInfo: decodeInfo, opacity: info.alpha_bits == 0 ? .opaque : resizes ? .unmeasured : .unknown)
-        return resizes ? try ImageResizer.resize(image, to: natural, quality: options.resizeQuality) : image
+        return resizes
+            ? try ImageResizer.resize(image, to: natural, quality: options.resizeQuality, light: resizeLight ?? .sRGB) : image
     }
 }

@@ -397,6 +397,17 @@ final class AVIFDecoderTests: XCTestCase {
         XCTAssertGreaterThan(worstDifference(converted, source), 10)
     }
 
+    /// At display size the profile's transform runs inside the resize
+    /// (issue 41): against the full-size conversion resized.
+    func testICCProfileAtDisplaySize() throws {
+        let profile = "/usr/share/color/icc/ghostscript/a98.icc"
+        guard FileManager.default.fileExists(atPath: profile) else {
+            throw XCTSkip("\(profile) missing (Debian's libgs-common)")
+        }
+        let source = SyntheticImage.photo(width: 96, height: 72, seed: 41)
+        try assertDisplaySizeConverts(try tools.avifenc([source], ["-l", "--icc", profile]), "AVIF Adobe RGB")
+    }
+
     func testRegisteredAndAccepted() {
         XCTAssertTrue(ImageDecoderRegistry.default.formats.contains(.avif))
         XCTAssertTrue(ImageDecoderRegistry.default.acceptHeader.contains("image/avif"))

@@ -255,6 +255,18 @@ final class HEIFDecoderTests: XCTestCase {
         XCTAssertGreaterThan(worstDifference(try ImageDecoder().decode(heic), source), 10)
     }
 
+    /// At display size the profile's transform runs inside the resize
+    /// (issue 41): against the full-size conversion resized.
+    func testICCProfileAtDisplaySize() throws {
+        let path = "/usr/share/color/icc/ghostscript/a98.icc"
+        guard let profile = FileManager.default.contents(atPath: path) else {
+            throw XCTSkip("\(path) missing (Debian's libgs-common)")
+        }
+        let source = SyntheticImage.photo(width: 96, height: 72, seed: 41)
+        let png = ColourFixtures.png(source, chunks: [("iCCP", ColourFixtures.iCCPPayload(profile))])
+        try assertDisplaySizeConverts(try tools.heifenc(file: png, "png", CodecTools.losslessHEIC), "HEIC Adobe RGB")
+    }
+
     func testRegistered() {
         XCTAssertTrue(ImageDecoderRegistry.default.formats.contains(.heic))
         XCTAssertEqual(ImageDecoder().decoder(for: .heic).format, .heic)

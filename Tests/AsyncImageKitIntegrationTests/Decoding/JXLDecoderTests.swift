@@ -253,6 +253,18 @@ final class JXLDecoderTests: XCTestCase {
         XCTAssertGreaterThan(worstDifference(try ImageDecoder().decode(jxl), source), 10)
     }
 
+    /// At display size the profile's transform runs inside the resize
+    /// (issue 41): against the full-size conversion resized.
+    func testICCProfileAtDisplaySize() throws {
+        let path = "/usr/share/color/icc/ghostscript/a98.icc"
+        guard let profile = FileManager.default.contents(atPath: path) else {
+            throw XCTSkip("\(path) missing (Debian's libgs-common)")
+        }
+        let source = SyntheticImage.photo(width: 96, height: 72, seed: 41)
+        let png = ColourFixtures.png(source, chunks: [("iCCP", ColourFixtures.iCCPPayload(profile))])
+        try assertDisplaySizeConverts(try tools.cjxl(file: png, "png", ["-d", "0"]), "JPEG XL Adobe RGB")
+    }
+
     func testRegistered() {
         XCTAssertTrue(ImageDecoderRegistry.default.formats.contains(.jxl))
         XCTAssertEqual(ImageDecoder().decoder(for: .jxl).format, .jxl)
