@@ -65,6 +65,24 @@ public enum ColourFixtures {
         return out
     }
 
+    /// A simple (lossy `VP8 ` or lossless `VP8L`, no alpha chunk) `webp`
+    /// of `width` x `height` rewritten in the extended format with an
+    /// `ICCP` chunk holding `profile`; nil if it is not a simple WebP.
+    public static func webp(_ webp: Data, profile: Data, width: Int, height: Int) -> Data? {
+        let bytes = [UInt8](webp)
+        guard bytes.count > 20, bytes[0..<4] == [0x52, 0x49, 0x46, 0x46], bytes[8..<12] == [0x57, 0x45, 0x42, 0x50],
+            bytes[12..<15] == [0x56, 0x50, 0x38]  // "VP8" (then " " or "L")
+        else { return nil }
+        func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        func chunk(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            Array(type.utf8) + le(payload.count, 4) + payload + (payload.count % 2 == 1 ? [0] : [])
+        }
+        // VP8X: flags (ICC profile: 0x20), three reserved bytes, canvas width - 1 and height - 1 (24 bits each).
+        let extended = chunk("VP8X", [0x20, 0, 0, 0] + le(width - 1, 3) + le(height - 1, 3))
+        let body = Array("WEBP".utf8) + extended + chunk("ICCP", [UInt8](profile)) + Array(bytes[12...])
+        return Data(Array("RIFF".utf8) + le(body.count, 4) + body)
+    }
+
     /// `gif` with an `ICCRGBG1012` application extension holding `profile`
     /// (255-byte sub-blocks) after its logical screen and global colour table.
     public static func gif(_ gif: Data, profile: Data) -> Data {

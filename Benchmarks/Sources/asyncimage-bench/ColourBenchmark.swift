@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 import ImageFixtures
 
@@ -43,6 +44,8 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
         return ColourFixtures.png(plain, inserting: [("iCCP", ColourFixtures.iCCPPayload(profile))])
     }
 
+    let large = PixelSize(width: 6000, height: 4000)
+    let largeJPEG = try JPEGEncoder(quality: 90).encode(SyntheticImage.photo(width: large.width, height: large.height, seed: 41))
     for path in profiles {
         let name = URL(fileURLWithPath: path).lastPathComponent
         guard let profile = FileManager.default.contents(atPath: path) else {
@@ -111,15 +114,25 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
         }
         ratio("  ratio decode converted / off, full size", decodeOn / decodeOff, goal: "<= 1.30 (issue 41)")
         displaySizes(tagged, megapixels: megapixels, seconds: seconds, on: on)
+        // The same pixels as a PNG (rows converted as libpng hands them out),
+        // a WebP and an AVIF (whole images, converted after the decode), and a
+        // JPEG twice the size.
         if let png = taggedPNG(profile) {
-            // The same pixels as a PNG (rows converted as libpng hands them out).
-            let pngOff = measure(seconds: seconds) { _ = try! PNGDecoder().decode(png, options: off) }
-            let pngOn = measure(seconds: seconds) { _ = try! PNGDecoder().decode(png, options: on) }
-            row("  PNG: decode, colour management off", megapixels / pngOff, String(format: "%.1f ms", pngOff * 1000))
-            row("  PNG: decode, converted to sRGB", megapixels / pngOn, String(format: "%.1f ms", pngOn * 1000))
-            ratio("  PNG: ratio decode converted / off, full size", pngOn / pngOff, goal: "<= 1.30 (issue 41)")
-            displaySizes(png, megapixels: megapixels, seconds: seconds, on: on, label: "PNG: ")
+            taggedRows("PNG", png, megapixels: megapixels, seconds: seconds, on: on)
         }
+        if let webp = try? WebPEncoder(quality: 90).encode(photoPixels),
+            let tagged = ColourFixtures.webp(webp, profile: profile, width: width, height: height)
+        {
+            taggedRows("WebP q90", tagged, megapixels: megapixels, seconds: seconds, on: on)
+        }
+        if let avif = taggedAVIF(photoPixels, profilePath: path, folder: folder) {
+            taggedRows("AVIF q20", avif, megapixels: megapixels, seconds: seconds, on: on)
+        } else {
+            print("  AVIF: avifenc not found (apt-get install libavif-bin)")
+        }
+        taggedRows(
+            "JPEG \(large.width)x\(large.height)", ColourFixtures.jpeg(largeJPEG, profile: profile),
+            megapixels: Double(large.width * large.height) / 1e6, seconds: seconds, on: on)
         print("")
     }
 
@@ -129,6 +142,38 @@ func runColourBenchmark(seconds: Double, output: String, profiles: [String]) thr
     row("  decode, colour management off", megapixels / plainOff, String(format: "%.1f ms", plainOff * 1000))
     row("  decode, colour management on (the default)", megapixels / plainOn, String(format: "%.1f ms", plainOn * 1000))
     ratio("  ratio on / off", plainOn / plainOff, goal: "1.00 within noise (no transform)")
+}
+
+/// A tagged file of another format or size: its decode with colour
+/// management off and on at full size, then the display-size rows.
+private func taggedRows(_ label: String, _ data: Data, megapixels: Double, seconds: Double, on: DecodingOptions) {
+    var off = on
+    off.colorManagement = .off
+    let decodeOff = measure(seconds: seconds) { _ = try! ImageDecoder().decode(data, options: off) }
+    let decodeOn = measure(seconds: seconds) { _ = try! ImageDecoder().decode(data, options: on) }
+    row("  \(label): decode, colour management off", megapixels / decodeOff, String(format: "%.1f ms", decodeOff * 1000))
+    row("  \(label): decode, converted to sRGB", megapixels / decodeOn, String(format: "%.1f ms", decodeOn * 1000))
+    ratio("  \(label): ratio decode converted / off, full size", decodeOn / decodeOff, goal: "<= 1.30 (issue 41)")
+    displaySizes(data, megapixels: megapixels, seconds: seconds, on: on, label: "\(label): ")
+}
+
+/// `image` as an AVIF (`avifenc`, quantizer 20 of 63, speed 8, 4:2:0) carrying the
+/// profile at `profilePath`; nil without avifenc.
+private func taggedAVIF(_ image: Image, profilePath: String, folder: URL) -> Data? {
+    guard let avifenc = which("avifenc"), let png = try? PNGEncoder(compressionLevel: 1).encode(image) else { return nil }
+    let input = folder.appendingPathComponent("colour-avif-source.png")
+    let output = folder.appendingPathComponent("colour-tagged.avif")
+    defer {
+        try? FileManager.default.removeItem(at: input)
+        try? FileManager.default.removeItem(at: output)
+    }
+    guard (try? png.write(to: input)) != nil,
+        let status = try? ReferenceProgram.run(
+            URL(fileURLWithPath: avifenc),
+            ["--min", "20", "--max", "20", "-s", "8", "-y", "420", "-j", "2", "--icc", profilePath, input.path, output.path]
+        ).status, status == 0
+    else { return nil }
+    return FileManager.default.contents(atPath: output.path)
 }
 
 /// The issue's display-size rows: `data` decoded to 256 and 512 px (fit,
