@@ -10,9 +10,11 @@ extension AsyncImageLoader {
         let request = request.resolving(requestDefaults)
         let (cache, disk) = state.withLock { ($0.cache, $0.diskCache) }
         let policy = request.cachePolicy
-        let (hit, refusal) = lookUp(request, in: cache)
-        guard refusal == nil else { return false }
-        if hit != nil { return true }
+        switch lookUp(request, in: cache) {
+        case .refused: return false
+        case .hit: return true
+        case .miss, .overLimit: break  // the disk may hold it, decoded within the limit
+        }
         guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return false }
         return ImageDiskStore(cache: disk).contains(
             LoadRequest.diskKey(for: request), processing: request.cacheKey.processing)
@@ -29,9 +31,11 @@ extension AsyncImageLoader {
         let policy = request.cachePolicy
         // The memory lookup a load makes (a URL the policy refuses is not
         // served from the caches either), then the disk's.
-        let (hit, refusal) = lookUp(request, in: cache)
-        guard refusal == nil else { return nil }
-        if let hit, request.options.limitFailure(for: hit) == nil { return hit }
+        switch lookUp(request, in: cache) {
+        case .refused: return nil
+        case .hit(let image): return image
+        case .miss, .overLimit: break
+        }
         guard !policy.contains(.skipDiskReads), let disk, !request.url.isFileURL else { return nil }
         // The processed image if one is stored (no decode of the original),
         // else the body, decoded here.

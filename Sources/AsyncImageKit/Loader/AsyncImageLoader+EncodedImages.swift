@@ -75,9 +75,8 @@ extension AsyncImageLoader {
     {
         var request = request.resolving(requestDefaults)
         let (cache, loaderTimeout) = state.withLock { ($0.cache, $0.requestTimeout) }
-        let (hit, refusal) = lookUp(request, in: cache)
         let asked = ProcessInfo.processInfo.systemUptime
-        if hit == nil, refusal == nil {
+        if case .miss = lookUp(request, in: cache) {
             // The request's time limit covers this read too, and what is
             // left of it the load that may follow.
             let timeout = request.timeout ?? loaderTimeout

@@ -91,15 +91,15 @@ public final class ImageSequenceTask: @unchecked Sendable {
             return
         }
         var start = index
-        var hit: Image?
-        var refusal: AsyncImageError?
+        var memory = MemoryLookup.miss
         for member in stride(from: requests.count - 1, through: index, by: -1) {
             let found = loader.lookUp(requests[member], in: cache)
-            if let image = found.hit {
-                (start, hit) = (member, image)
+            // A later member counts only with an image to show; this one
+            // also with its refusal or its limits failure.
+            if found.image != nil || member == index {
+                (start, memory) = (member, found)
                 break
             }
-            if member == index { refusal = found.refusal }
         }
         let object = target?.object
         if target != nil && object == nil {
@@ -107,7 +107,7 @@ public final class ImageSequenceTask: @unchecked Sendable {
             return
         }
         let record = LoadRequest(
-            request: requests[start], target: object, success: success, failure: failure, cache: cache, isHit: hit != nil)
+            request: requests[start], target: object, success: success, failure: failure, cache: cache, isHit: memory.isFound)
         // Told under the loader's lock when the member ends, delivered or not.
         record.onEnd = { [self] record, _, _ in
             let following = progress.withLock { progress -> Int? in
@@ -128,7 +128,7 @@ public final class ImageSequenceTask: @unchecked Sendable {
             return true
         }
         // A cancel from here on cancels `record`, made or not yet (then it never is).
-        if proceed { loader.submit(record, object: object, hit: hit, refusal: refusal) }
+        if proceed { loader.submit(record, object: object, memory: memory) }
         withExtendedLifetime(object) {}
     }
 }

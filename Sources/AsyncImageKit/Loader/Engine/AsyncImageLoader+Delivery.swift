@@ -59,7 +59,7 @@ extension AsyncImageLoader {
         let next = LoadRequest(
             request: request, target: object, success: record.success, failure: record.failure, cache: record.cache)
         next.deliversOnlyIfChanged = true
-        add(next, object: object, hit: nil, &state, &effects)
+        add(next, object: object, memory: .miss, &state, &effects)
     }
 
     /// Under the lock: `job`'s file properties are known; its requests (and

@@ -15,15 +15,15 @@ extension AsyncImageLoader {
     ) -> LoadRequest {
         let request = request.resolving(requestDefaults)
         let (cache, deliveryQueue) = state.withLock { ($0.cache, $0.deliveryQueue) }
-        let (hit, refusal) = lookUp(request, in: cache)
+        let memory = lookUp(request, in: cache)
         let record = LoadRequest(
-            request: request, target: target, success: success, failure: failure, cache: cache, isHit: hit != nil,
+            request: request, target: target, success: success, failure: failure, cache: cache, isHit: memory.isFound,
             isPrefetch: isPrefetch, onCancelled: onCancelled, encoding: encoding, completion: completion)
         // Inline only outside other deliveries (see `DeliveryDepth`).
         let inline =
-            hit != nil && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)
+            memory.isFound && completion == nil && DeliveryDepth.current == 0 && DeliveryQueueMark.isCurrent(deliveryQueue)
         mutate { state, effects in
-            self.add(record, object: target, hit: hit, refusal: refusal, inline: inline, &state, &effects)
+            self.add(record, object: target, memory: memory, inline: inline, &state, &effects)
             self.pump(&state, &effects)
         }
         return record
@@ -32,9 +32,9 @@ extension AsyncImageLoader {
     /// Makes `record`, built elsewhere (a sequence's member), after its
     /// memory lookup (``lookUp(_:in:)``): as `enqueue` does. A record
     /// cancelled before this (``cancel(_:)``) is never made.
-    func submit(_ record: LoadRequest, object: AnyObject?, hit: Image?, refusal: AsyncImageError?) {
+    func submit(_ record: LoadRequest, object: AnyObject?, memory: MemoryLookup) {
         mutate { state, effects in
-            self.add(record, object: object, hit: hit, refusal: refusal, &state, &effects)
+            self.add(record, object: object, memory: memory, &state, &effects)
             self.pump(&state, &effects)
         }
     }
@@ -44,26 +44,32 @@ extension AsyncImageLoader {
         cancel { _, _ in [record] }
     }
 
-    /// The one memory-cache lookup of a request about to be made (outside
-    /// the loader's lock: the cache and the URL policy may be anyone's
-    /// code): why the URL policy refuses it, or else its image in `cache`,
-    /// unless it skips memory reads. A refused URL is never served from the
-    /// cache either.
-    func lookUp(_ request: ImageRequest, in cache: (any ImageCaching)?) -> (hit: Image?, refusal: AsyncImageError?) {
-        if let refusal = refusal(for: request) { return (nil, refusal) }
-        guard !request.cachePolicy.contains(.skipMemoryReads) else { return (nil, nil) }
-        return (cache?.image(for: request.cacheKey), nil)
+    /// The one memory-cache lookup every reader makes (a load, a
+    /// sequence's member, ``cachedImage(for:)``, ``hasCachedImage(for:)``,
+    /// ``encodedImage(for:encoding:)``, the image model, the photo album),
+    /// outside the loader's lock (the cache and the URL policy may be
+    /// anyone's code), for a request already resolved with the loader's
+    /// defaults (`resolving(requestDefaults)`: its key carries the colour
+    /// management and the resize quality the loader would use). In order:
+    /// the URL policy (a refused URL is never served from the cache
+    /// either), the request's cache policy (skipping memory reads), then
+    /// the request's pixel limit on what is found.
+    func lookUp(_ request: ImageRequest, in cache: (any ImageCaching)?) -> MemoryLookup {
+        if let refusal = refusal(for: request) { return .refused(refusal) }
+        guard !request.cachePolicy.contains(.skipMemoryReads), let image = cache?.image(for: request.cacheKey) else {
+            return .miss
+        }
+        if let failure = request.options.limitFailure(for: image) {
+            return .overLimit(.decoding(failure, url: request.url))
+        }
+        return .hit(image)
     }
 
     /// `request`'s image in the loader's memory cache, looked up as a load
-    /// would: the loader's defaults filled in (the key), the URL policy
-    /// applied, the request's pixel limit kept. What the image model and
-    /// the photo album show at once, before any load.
+    /// would (``lookUp(_:in:)``, the loader's defaults filled in first).
+    /// What the image model and the photo album show at once, before any load.
     func memoryCachedImage(for request: ImageRequest) -> Image? {
-        let request = request.resolving(requestDefaults)
-        let (hit, refusal) = lookUp(request, in: state.withLock { $0.cache })
-        guard refusal == nil, let hit, request.options.limitFailure(for: hit) == nil else { return nil }
-        return hit
+        lookUp(request.resolving(requestDefaults), in: state.withLock { $0.cache }).image
     }
 
     /// Why the loader's URL policy refuses `request`, or nil (outside the
@@ -79,7 +85,7 @@ extension AsyncImageLoader {
     /// time limit has passed already), or joins it to its URL's job (and
     /// arms its deadline).
     func add(
-        _ record: LoadRequest, object: AnyObject?, hit: Image?, refusal: AsyncImageError? = nil, inline: Bool = false,
+        _ record: LoadRequest, object: AnyObject?, memory: MemoryLookup, inline: Bool = false,
         _ state: inout LoaderState, _ effects: inout Effects
     ) {
         // Cancelled before it was admitted (a sequence's member): never made.
@@ -94,15 +100,16 @@ extension AsyncImageLoader {
             // Touched: its LIFO rank is now.
             state.slots.refile(lane)
         }
-        if let hit {
+        if let found = memory.found {
+            // Over the pixel limit: the limits failure, without the network.
             record.source = .memoryCache
             report(.cacheHit, [record], &state, &effects)
-            scheduleDelivery(record, Self.checked(hit, for: record), cache: record.heldIn, inline: inline, &state, &effects)
+            scheduleDelivery(record, found, cache: record.heldIn, inline: inline, &state, &effects)
             return
         }
         // Admission: one comparison (the count includes this request).
         let full = state.requests.pendingCount > max(0, state.maxPendingRequests)
-        if let error = refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil)
+        if let error = memory.refusal ?? (full ? .queueFull(record.request.url, limit: max(0, state.maxPendingRequests)) : nil)
             ?? expiredDeadline(of: record, loaderTimeout: state.requestTimeout)
         {
             let (logger, metadata) = (state.logger, record.logMetadata)
@@ -255,9 +262,46 @@ extension AsyncImageLoader {
     }
 
     /// `image` for `record`, or a limits failure when the image is over the
-    /// record's own pixel limit (it was decoded, or cached, for another request).
+    /// record's own pixel limit (it was decoded for another request of its
+    /// job; a memory hit is checked by ``lookUp(_:in:)``, by the same rule).
     static func checked(_ image: Image, for record: LoadRequest) -> Result<Image, AsyncImageError> {
         guard let failure = record.request.options.limitFailure(for: image) else { return .success(image) }
         return .failure(.decoding(failure, url: record.request.url))
     }
+}
+
+/// What the memory cache gives one request: ``AsyncImageLoader/lookUp(_:in:)``.
+enum MemoryLookup {
+    /// The URL policy refuses the request (it is not served from the cache either).
+    case refused(AsyncImageError)
+    /// Nothing there, or the request skips memory reads.
+    case miss
+    /// The image, within the request's pixel limit.
+    case hit(Image)
+    /// An image is there, but over the request's pixel limit (it was kept
+    /// for another request): a load fails with this limits error without
+    /// the network; a reader that wants an image sees none.
+    case overLimit(AsyncImageError)
+
+    /// The image a reader may show.
+    var image: Image? {
+        if case .hit(let image) = self { image } else { nil }
+    }
+
+    /// Why the URL policy refuses the request.
+    var refusal: AsyncImageError? {
+        if case .refused(let error) = self { error } else { nil }
+    }
+
+    /// A load's outcome from memory: the image, or its limits failure.
+    var found: Result<Image, AsyncImageError>? {
+        switch self {
+        case .hit(let image): .success(image)
+        case .overLimit(let error): .failure(error)
+        case .refused, .miss: nil
+        }
+    }
+
+    /// Whether the cache held an image for the key (within the limit or not).
+    var isFound: Bool { found != nil }
 }
