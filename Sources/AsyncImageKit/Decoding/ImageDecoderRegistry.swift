@@ -66,21 +66,7 @@ public struct ImageDecoderRegistry: Sendable {
         let rank = { (format: ImageFormat) in ImageFormat.acceptOrder.firstIndex(of: format) ?? Int.max }
         let wanted = acceptWeights.filter { decoders[$0.key] != nil && $0.value > 0 }
             .sorted { $0.value != $1.value ? $0.value > $1.value : rank($0.key) < rank($1.key) }
-        let members = wanted.map { format, weight in
-            weight >= 1 ? format.mimeType : "\(format.mimeType);q=\(Self.qValue(weight))"
-        }
-        return (members + ["*/*;q=0.1"]).joined(separator: ",")
-    }
-
-    /// A q-value as RFC 9110 §12.4.2 writes it: at most three decimals, no
-    /// trailing zeros (0.8, 0.25, 0.001).
-    static func qValue(_ weight: Double) -> String {
-        let thousandths = Int((max(0.001, min(1, weight)) * 1000).rounded())
-        guard thousandths < 1000 else { return "1" }
-        var digits = String(thousandths)
-        digits = String(repeating: "0", count: 3 - digits.count) + digits
-        while digits.hasSuffix("0") { digits.removeLast() }
-        return "0." + digits
+        return AcceptHeader.field(wanted.map { ($0.key.mimeType, $0.value) } + [("*/*", 0.1)])
     }
 
     /// The decoder registered for `format`, if any.

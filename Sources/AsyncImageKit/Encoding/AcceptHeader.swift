@@ -1,7 +1,8 @@
 import Foundation
 
 /// An HTTP `Accept` field (RFC 9110 §12.5.1), read for content negotiation
-/// (``ImageEncoding/negotiated(accept:quality:avifSpeed:)``).
+/// (``ImageEncoding/negotiated(accept:quality:avifSpeed:)``) and written
+/// for a loader's requests (``field(_:)``), on ``HTTPGrammar``.
 ///
 /// - Members are separated by commas; each is a media range (`type/subtype`,
 ///   `type/*` or `*/*`; a bare `*`, which old clients send, is read as
@@ -36,7 +37,7 @@ struct AcceptHeader: Sendable, Hashable {
 
     /// The members of `field`; none for nil.
     init(_ field: String?) {
-        ranges = (field ?? "").split(separator: ",", omittingEmptySubsequences: true).compactMap(Self.range)
+        ranges = HTTPGrammar.listMembers(field ?? "").compactMap(Self.range)
     }
 
     /// Whether the field says nothing that can be read: absent, empty, or
@@ -65,9 +66,28 @@ struct AcceptHeader: Sendable, Hashable {
         return ranges.filter { $0.type == type && $0.subtype == subtype }.map(\.q).max()
     }
 
+    /// The field a loader sends: `members` in the order given, each with
+    /// its weight as a q-value when below 1 (``qValue(_:)``). The one
+    /// writer of the syntax this type reads (``ImageDecoderRegistry/acceptHeader``
+    /// calls it).
+    static func field(_ members: [(mediaType: String, q: Double)]) -> String {
+        members.map { $0.q >= 1 ? $0.mediaType : "\($0.mediaType);q=\(qValue($0.q))" }.joined(separator: ",")
+    }
+
+    /// A q-value as RFC 9110 §12.4.2 writes it: at most three decimals, no
+    /// trailing zeros (0.8, 0.25, 0.001).
+    static func qValue(_ weight: Double) -> String {
+        let thousandths = Int((max(0.001, min(1, weight)) * 1000).rounded())
+        guard thousandths < 1000 else { return "1" }
+        var digits = String(thousandths)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "0." + digits
+    }
+
     /// One member, or nil when it is malformed.
     private static func range(_ member: Substring) -> Range? {
-        let parts = member.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = HTTPGrammar.parameterParts(member)
         guard let first = parts.first, !first.isEmpty else { return nil }
         let name = first.lowercased()
         guard let (type, subtype) = name == "*" ? ("*", "*") : Self.split(name), type != "*" || subtype == "*" else { return nil }
@@ -76,9 +96,9 @@ struct AcceptHeader: Sendable, Hashable {
         for parameter in parts.dropFirst() {
             if parameter.isEmpty { continue }  // a stray `;`
             guard let equals = parameter.firstIndex(of: "=") else { return nil }
-            let key = parameter[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            guard isToken(key) else { return nil }
+            let key = HTTPGrammar.trimmed(parameter[..<equals]).lowercased()
+            let value = String(HTTPGrammar.trimmed(parameter[parameter.index(after: equals)...]))
+            guard HTTPGrammar.isToken(key) else { return nil }
             if key == "q", !sawQ {
                 guard let weight = qvalue(value) else { return nil }
                 q = weight
@@ -93,7 +113,7 @@ struct AcceptHeader: Sendable, Hashable {
         let halves = name.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         let (type, subtype) = (String(halves[0]), String(halves[1]))
-        guard isToken(type), isToken(subtype) else { return nil }
+        guard HTTPGrammar.isToken(type), HTTPGrammar.isToken(subtype) else { return nil }
         return (type, subtype)
     }
 
@@ -109,18 +129,5 @@ struct AcceptHeader: Sendable, Hashable {
             (0...1).contains(value)
         else { return nil }
         return value
-    }
-
-    /// RFC 9110's `token`: one or more of its characters.
-    private static func isToken(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return true
-            default:
-                return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-            }
-        }
     }
 }

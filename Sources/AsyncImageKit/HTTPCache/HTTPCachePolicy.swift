@@ -166,7 +166,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
         // (`Pragma: no-cache` counts only without a request `Cache-Control`).
         let pragmaNoCache =
             requestCacheControl == nil
-            && HTTPFieldParsing.listMembers(Self.value("pragma", in: requestHeaders) ?? "").contains {
+            && HTTPGrammar.listMembers(Self.value("pragma", in: requestHeaders) ?? "").contains {
                 $0.lowercased() == "no-cache"
             }
         if response["no-cache"] != nil || request["no-cache"] != nil || pragmaNoCache { return mustValidate }
@@ -284,7 +284,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
             guard let stored = head.headers["etag"] else { return false }
             func opaque(_ tag: Substring) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
             let storedTag = opaque(Substring(stored))
-            return HTTPFieldParsing.listMembers(tags).contains { $0 == "*" || opaque($0) == storedTag }
+            return HTTPGrammar.listMembers(tags).contains { $0 == "*" || opaque($0) == storedTag }
         }
         if let since = Self.value("if-modified-since", in: requestHeaders).flatMap({ HTTPFieldParsing.date($0) }) {
             let modified =
@@ -317,7 +317,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
 
     /// The field names a response's `Vary` lists, lowercased.
     static func varyNames(_ headers: [String: String]) -> [String] {
-        HTTPFieldParsing.listMembers(headers["vary"] ?? "").map { $0.lowercased() }
+        HTTPGrammar.listMembers(headers["vary"] ?? "").map { $0.lowercased() }
     }
 
     /// A request header's value as `Vary` compares it: list members
@@ -325,7 +325,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     /// matter), "" when absent.
     static func normalised(_ value: String?) -> String {
         guard let value else { return "" }
-        return HTTPFieldParsing.listMembers(value).joined(separator: ", ")
+        return HTTPGrammar.listMembers(value).joined(separator: ", ")
     }
 
     /// A header's value in a dictionary whose names may be in any case.
@@ -337,7 +337,7 @@ public struct HTTPCachePolicy: Sendable, Hashable {
     /// `headers` with names lowercased, without the hop-by-hop fields and
     /// those their `Connection` names.
     static func endToEnd(_ headers: [String: String]) -> [String: String] {
-        let named = Set(HTTPFieldParsing.listMembers(value("connection", in: headers) ?? "").map { $0.lowercased() })
+        let named = Set(HTTPGrammar.listMembers(value("connection", in: headers) ?? "").map { $0.lowercased() })
         var kept: [String: String] = [:]
         for (name, value) in headers {
             let lower = name.lowercased()

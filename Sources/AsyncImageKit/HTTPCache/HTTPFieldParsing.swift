@@ -4,9 +4,10 @@ import Foundation
     import Glibc
 #endif
 
-/// The HTTP field grammars the cache reads (RFC 9110 §5.6, RFC 9111 §5):
-/// `Cache-Control` directives, delta-seconds, `Age`, HTTP-dates, field
-/// lists. Lenient where the browsers are, strict where the RFCs require it.
+/// The HTTP fields the cache reads (RFC 9111 §5, on RFC 9110's grammar in
+/// ``HTTPGrammar``): `Cache-Control` directives, delta-seconds, `Age`,
+/// HTTP-dates, field lists. Lenient where the browsers are, strict where
+/// the RFCs require it.
 enum HTTPFieldParsing {
     /// `Cache-Control` directives, names lowercased, values unquoted (""
     /// for none). Commas inside quoted strings do not split; the first
@@ -14,7 +15,7 @@ enum HTTPFieldParsing {
     /// whitespace before its `=` is not that directive (`max-age =5`).
     static func directives(_ value: String?) -> [String: String] {
         var directives: [String: String] = [:]
-        for member in listMembers(value ?? "") {
+        for member in HTTPGrammar.listMembers(value ?? "") {
             guard let (name, value) = directive(member), directives[name] == nil else { continue }
             directives[name] = value
         }
@@ -24,71 +25,11 @@ enum HTTPFieldParsing {
     private static func directive(_ member: Substring) -> (String, String)? {
         guard let equals = member.firstIndex(of: "=") else {
             let name = member.lowercased()
-            return isToken(name) ? (name, "") : nil
+            return HTTPGrammar.isToken(name) ? (name, "") : nil
         }
         let name = member[..<equals].lowercased()
-        guard isToken(name) else { return nil }
-        var value = member[member.index(after: equals)...]
-        if value.first == "\"" {
-            value = value.dropFirst()
-            var unquoted = ""
-            var escaped = false
-            for character in value {
-                if escaped {
-                    unquoted.append(character)
-                    escaped = false
-                } else if character == "\\" {
-                    escaped = true
-                } else if character == "\"" {
-                    break
-                } else {
-                    unquoted.append(character)
-                }
-            }
-            return (name, unquoted)
-        }
-        return (name, String(value))
-    }
-
-    /// The members of a comma-separated field value, trimmed, empty ones
-    /// dropped; commas inside quoted strings do not split.
-    static func listMembers(_ value: String) -> [Substring] {
-        var members: [Substring] = []
-        var start = value.startIndex
-        var quoted = false
-        var escaped = false
-        var index = value.startIndex
-        while index < value.endIndex {
-            let character = value[index]
-            if escaped {
-                escaped = false
-            } else if quoted, character == "\\" {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-            } else if character == ",", !quoted {
-                members.append(value[start..<index])
-                start = value.index(after: index)
-            }
-            index = value.index(after: index)
-        }
-        members.append(value[start...])
-        return members.map(trimmed).filter { !$0.isEmpty }
-    }
-
-    /// A token (RFC 9110 §5.6.2): no spaces, separators or controls.
-    private static func isToken(_ text: String) -> Bool {
-        !text.isEmpty
-            && text.utf8.allSatisfy { byte in
-                byte > 0x20 && byte < 0x7F && !"\"(),/:;<=>?@[\\]{}".utf8.contains(byte)
-            }
-    }
-
-    static func trimmed(_ text: Substring) -> Substring {
-        var text = text
-        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
-        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
-        return text
+        guard HTTPGrammar.isToken(name) else { return nil }
+        return (name, HTTPGrammar.unquoted(member[member.index(after: equals)...]))
     }
 
     /// Delta-seconds (RFC 9111 §1.2.2): its leading digits, saturating at
@@ -112,7 +53,7 @@ enum HTTPFieldParsing {
     /// it is not a non-negative integer (`7200.0`, `-1`, `abc` are ignored;
     /// a parameter after `;` is allowed).
     static func age(_ text: String?) -> Double? {
-        guard let first = listMembers(text ?? "").first else { return nil }
+        guard let first = HTTPGrammar.listMembers(text ?? "").first else { return nil }
         let digits = first.prefix { $0.isASCII && $0.isNumber }
         let rest = first.dropFirst(digits.count)
         guard !digits.isEmpty, rest.isEmpty || rest.first == ";" else { return nil }

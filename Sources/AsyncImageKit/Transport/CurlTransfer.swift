@@ -275,7 +275,7 @@ final class CurlTransfer: @unchecked Sendable {
         progressCount &+= 1
         if !configuration.decodesTransferCodings {
             if body.isEmpty, chunked == nil,
-                HTTPFieldParsing.listMembers(responseHeaders["transfer-encoding"] ?? "").last?.lowercased() == "chunked"
+                HTTPGrammar.listMembers(responseHeaders["transfer-encoding"] ?? "").last?.lowercased() == "chunked"
             {
                 chunked = ChunkedDecoder()
             }
