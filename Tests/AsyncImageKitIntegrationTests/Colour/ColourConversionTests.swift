@@ -59,19 +59,12 @@ final class ColourConversionTests: XCTestCase {
         ]
         for (name, data) in built { try XCTUnwrap(data, name).write(to: extra.appendingPathComponent(name)) }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("make-colour-fixtures.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script.path, folder.path, Self.ghostscriptProfiles, extra.path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let result = try ProcessRun.run(
+            URL(fileURLWithPath: python), [script.path, folder.path, Self.ghostscriptProfiles, extra.path])
+        guard result.status == 0 else {
             throw NSError(
-                domain: "make-colour-fixtures", code: Int(process.terminationStatus),
-                userInfo: [NSLocalizedDescriptionKey: String(decoding: message, as: UTF8.self)])
+                domain: "make-colour-fixtures", code: Int(result.status),
+                userInfo: [NSLocalizedDescriptionKey: result.errorText])
         }
         let entries = try JSONDecoder().decode(
             [Entry].self, from: Data(contentsOf: folder.appendingPathComponent("manifest.json")))
@@ -91,14 +84,11 @@ final class ColourConversionTests: XCTestCase {
         let candidates = ["/usr/bin/python3"]
             + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/python3" }
         for path in candidates where FileManager.default.isExecutableFile(atPath: path) {
-            let check = Process()
-            check.executableURL = URL(fileURLWithPath: path)
-            check.arguments = ["-c", "from PIL import ImageCms, features; assert features.check('webp')"]
-            check.standardError = FileHandle.nullDevice
-            check.standardOutput = FileHandle.nullDevice
-            if (try? check.run()) != nil {
-                check.waitUntilExit()
-                if check.terminationStatus == 0 { return path }
+            let check = try? ProcessRun.run(
+                URL(fileURLWithPath: path), ["-c", "from PIL import ImageCms, features; assert features.check('webp')"],
+                timeLimit: 60)
+            if let check {
+                if check.status == 0 { return path }
             }
         }
         throw missing("python3 with Pillow's ImageCms (apt-get install python3-pil)")

@@ -1,6 +1,7 @@
 @testable import AsyncImageKit
 @testable import DemoSupport
 import Foundation
+import TestSupport
 import ImageFixtures
 import XCTest
 
@@ -25,18 +26,10 @@ final class DemoTests: XCTestCase {
     }
 
     private func run(_ arguments: [String]) throws -> (status: Int32, output: Data, errors: String) {
-        let process = Process()
-        process.executableURL = demo
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output, errors)
+        // Both streams read together (a child that fills standard error
+        // while standard output is read would hang a pipe read in turn).
+        let result = try ProcessRun.run(demo, arguments)
+        return (result.status, result.output, result.errorText)
     }
 
     private struct Report: Decodable {

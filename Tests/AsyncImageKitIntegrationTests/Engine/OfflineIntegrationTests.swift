@@ -126,23 +126,15 @@ final class OfflineIntegrationTests: XCTestCase {
         let results = temporaryFolder("offline-worker")
         try FileManager.default.createDirectory(at: results, withIntermediateDirectories: true)
         let file = results.appendingPathComponent("results.txt")
-        let process = Process()
-        process.executableURL = unshare
-        process.arguments = ["-n", CommandLine.arguments[0], "AsyncImageKitIntegrationTests.OfflineIntegrationTests/testNamespaceWorker"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["OFFLINE_WORKER"] = file.path
-        process.environment = environment
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let run = try ProcessRun.run(
+            unshare, ["-n", CommandLine.arguments[0], "AsyncImageKitIntegrationTests.OfflineIntegrationTests/testNamespaceWorker"],
+            environment: ["OFFLINE_WORKER": file.path])
+        let stderr = run.errorText
         guard let text = try? String(contentsOf: file, encoding: .utf8) else {
             if stderr.contains("unshare failed") || stderr.contains("Operation not permitted") {
                 throw XCTSkip("unshare -n is not allowed here: \(stderr.prefix(200))")
             }
-            return XCTFail("the worker wrote nothing (status \(process.terminationStatus)): \(stderr.suffix(2000))")
+            return XCTFail("the worker wrote nothing (status \(run.status)): \(stderr.suffix(2000))")
         }
         let lines = Dictionary(
             text.split(separator: "\n").map { line -> (String, String) in
@@ -165,7 +157,7 @@ final class OfflineIntegrationTests: XCTestCase {
                 "EHOSTUNREACH is one host's failure, not the network's: \(text)")
             XCTAssertEqual(lines["veth down"], "told false, loader offline (reachability)", text)
         }
-        XCTAssertEqual(process.terminationStatus, 0, stderr.suffix(2000).description)
+        XCTAssertEqual(run.status, 0, stderr.suffix(2000).description)
     }
 
     /// The worker (does nothing unless `OFFLINE_WORKER` names its results

@@ -1,6 +1,7 @@
 import AsyncImageKit
 import ImageFixtures
 import Foundation
+import TestSupport
 import XCTest
 
 /// The command-line encoders of the modern formats (issue 32), from
@@ -52,25 +53,12 @@ struct CodecTools {
     /// what it wrote to standard output (standard error goes to a file, so
     /// that neither stream can fill a pipe while the other is read).
     func output(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.path(of: tool, package: packages[tool]))
-        process.arguments = arguments
-        let errorsFile = folder.appendingPathComponent("stderr-\(UUID().uuidString).txt")
-        _ = FileManager.default.createFile(atPath: errorsFile.path, contents: nil)
-        let errors = try FileHandle(forWritingTo: errorsFile)
-        defer { try? errors.close() }
-        let out = Pipe()
-        process.standardError = errors
-        process.standardOutput = out
-        try process.run()
-        let printed = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = (try? String(contentsOf: errorsFile, encoding: .utf8)) ?? ""
+        let result = try ProcessRun.run(URL(fileURLWithPath: try Self.path(of: tool, package: packages[tool])), arguments)
+        guard result.status == 0 else {
             throw WebPTools.ToolFailure(
-                description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): " + message)
+                description: "\(tool) \(arguments.joined(separator: " ")) exited \(result.status): " + result.errorText)
         }
-        return String(decoding: printed, as: UTF8.self)
+        return result.outputText
     }
 
     /// Writes `image` as a PNG in the folder and returns its path.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -37,21 +38,10 @@ enum ExternalTool {
     /// Runs `name` with `arguments` in `folder` and waits for it; throws with
     /// its output when it fails.
     static func run(_ name: String, _ arguments: [String], in folder: URL) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try path(name))
-        process.arguments = arguments
-        process.currentDirectoryURL = folder
-        let log = folder.appendingPathComponent("\(name)-\(UUID().uuidString).log")
-        let output = try openLog(log)
-        defer { try? output.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            throw ToolFailure(description: "\(name) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+        let result = try ProcessRun.run(URL(fileURLWithPath: try path(name)), arguments, directory: folder)
+        guard result.status == 0 else {
+            throw ToolFailure(
+                description: "\(name) \(arguments.joined(separator: " ")) exited \(result.status): \(result.outputText)\(result.errorText)")
         }
     }
 

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import TestSupport
 import XCTest
 
 /// libwebp's command-line tools (Debian's `webp` package): `cwebp`,
@@ -37,19 +38,10 @@ struct WebPTools {
 
     /// Runs `tool` with `arguments` and fails unless it exits 0.
     func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.path(of: tool))
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let result = try ProcessRun.run(URL(fileURLWithPath: try Self.path(of: tool)), arguments)
+        guard result.status == 0 else {
             throw ToolFailure(
-                description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): "
-                    + String(decoding: message, as: UTF8.self))
+                description: "\(tool) \(arguments.joined(separator: " ")) exited \(result.status): " + result.errorText)
         }
     }
 
