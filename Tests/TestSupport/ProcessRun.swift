@@ -83,20 +83,24 @@ public enum ProcessRun {
             errors: (try? Data(contentsOf: errFile)) ?? Data())
     }
 
-    /// Starts `executable` for the test to stop (a worker, a server), its
-    /// output discarded, `environment` added to this process's.
+    /// Starts `executable` for the test to stop (a worker, a server), in
+    /// `directory` (nil: this process's), `environment` added to this
+    /// process's; its standard output and error written to `log` (an open
+    /// file), or discarded.
     public static func start(
-        _ executable: URL, _ arguments: [String], environment: [String: String] = [:]
+        _ executable: URL, _ arguments: [String], directory: URL? = nil, environment: [String: String] = [:],
+        log: FileHandle? = nil
     ) throws -> Process {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        process.standardOutput = log ?? FileHandle.nullDevice
+        process.standardError = log ?? FileHandle.nullDevice
         try process.run()
         return process
     }

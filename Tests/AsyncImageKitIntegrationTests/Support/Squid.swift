@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -60,16 +61,13 @@ final class SquidProxy: @unchecked Sendable {
             try? FileManager.default.removeItem(at: folder)
             throw error
         }
-        watchdog = Process()
-        watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
         let squid = server.process.processIdentifier
-        watchdog.arguments = [
-            "-c", "while kill -0 \(getpid()) && kill -0 \(squid); do sleep 1; done 2>/dev/null; kill -9 \(squid) 2>/dev/null",
-        ]
-        watchdog.standardInput = FileHandle.nullDevice
-        watchdog.standardOutput = FileHandle.nullDevice
-        watchdog.standardError = FileHandle.nullDevice
-        try? watchdog.run()  // without it, stop() still ends Squid
+        // Without it, stop() still ends Squid (a process never run has no identifier).
+        watchdog =
+            (try? ProcessRun.start(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "while kill -0 \(getpid()) && kill -0 \(squid); do sleep 1; done 2>/dev/null; kill -9 \(squid) 2>/dev/null"]))
+            ?? Process()
         if let httpsPort, !ServerProcess.waitUntilListening(httpsPort, server.process) {
             let text = log
             stop()

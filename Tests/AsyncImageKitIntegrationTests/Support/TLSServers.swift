@@ -121,14 +121,7 @@ final class ServerProcess: @unchecked Sendable {
             let port = try Self.freePort()
             let log = folder.appendingPathComponent("\(name)-\(port).log")
             let output = try ExternalTool.openLog(log)
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = arguments(port)
-            process.currentDirectoryURL = folder
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
+            let process = try ProcessRun.start(executable, arguments(port), directory: folder, log: output)
             try? output.close()
             if Self.waitUntilListening(port, process) {
                 self.port = port
