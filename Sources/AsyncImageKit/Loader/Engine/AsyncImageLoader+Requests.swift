@@ -101,7 +101,8 @@ extension AsyncImageLoader {
             state.slots.refile(lane)
         }
         if let found = memory.found {
-            // Over the pixel limit: the limits failure, without the network.
+            // From memory, without the network: the image, or its limits
+            // failure when it is over this request's pixel limit.
             record.source = .memoryCache
             report(.cacheHit, [record], &state, &effects)
             scheduleDelivery(record, found, cache: record.heldIn, inline: inline, &state, &effects)
