@@ -248,6 +248,10 @@ final class AsyncImagePictureTests: XCTestCase {
         let first = AsyncImagePicture(loader: loader, width: 32, height: 32)
         first.imageURL = link
         XCTAssertTrue(GTKHarness.pump { first.view.state == .loaded(link) && self.loader.activity.pendingRequests == 0 })
+        // The body is stored in the background after the delivery: written
+        // before a second cache opens the folder (otherwise a race the
+        // second loader may lose, reading before the write).
+        loader.flushDiskWrites()
         // A second loader (an empty memory cache) on the same disk cache.
         let log = EventLog()
         let second = try makeLoader(log)
