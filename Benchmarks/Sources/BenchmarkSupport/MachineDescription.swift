@@ -77,16 +77,11 @@ package func debianPackageVersion(_ package: String) -> String? {
 /// The program is looked up on PATH.
 package func commandOutput(_ argv: [String]) -> String? {
     guard let program = argv.first.flatMap({ $0.hasPrefix("/") ? $0 : which($0) }) else { return nil }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = Array(argv.dropFirst())
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    do { try process.run() } catch { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return nil }
-    let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    guard
+        let run = try? ProcessRun.run(
+            URL(fileURLWithPath: program), Array(argv.dropFirst()), errors: .discarded, timeLimit: 60),
+        run.status == 0
+    else { return nil }
+    let text = run.outputText.trimmingCharacters(in: .whitespacesAndNewlines)
     return text.isEmpty ? nil : text
 }

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 // The benchmark runs parts of itself as child processes of this same binary
@@ -24,17 +25,11 @@ enum BenchChild {
     /// arguments (`unshare ... exec "$@"`), or nothing.
     static func result(_ arguments: [String], tag: String, launcher: [String] = []) throws -> String {
         let argv = launcher + [executable.path] + arguments
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: argv[0])
-        process.arguments = Array(argv.dropFirst())
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        // Its standard error is this process's: the child's progress shows.
+        let run = try ProcessRun.run(URL(fileURLWithPath: argv[0]), Array(argv.dropFirst()), errors: .passedThrough)
+        let text = run.outputText
         guard let payload = payload(of: text, tag: tag) else {
-            throw BenchError(
-                "\(arguments.first ?? "child") failed (status \(process.terminationStatus)): \(text.suffix(500))")
+            throw BenchError("\(arguments.first ?? "child") failed (status \(run.status)): \(text.suffix(500))")
         }
         return payload
     }

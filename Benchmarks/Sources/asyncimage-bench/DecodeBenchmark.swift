@@ -37,17 +37,10 @@ func ratio(_ name: String, _ value: Double, goal: String) {
 
 /// Runs tjbench on a JPEG and returns its decompression throughput (Mpx/s).
 func tjbench(_ path: String, scale: String?, seconds: Double, warmup: Double = 1) -> Double? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/tjbench")
     var arguments = [path, "-rgbx", "-accuratedct", "-benchtime", String(seconds), "-warmup", String(warmup), "-nowrite"]
     if let scale { arguments += ["-scale", scale] }
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    do { try process.run() } catch { return nil }
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    guard let result = try? ProcessRun.run(URL(fileURLWithPath: "/usr/bin/tjbench"), arguments) else { return nil }
+    let output = result.outputText + result.errorText
     // "Decompress    --> Frame rate: ... fps\n                  Throughput: 123.4 Megapixels/sec"
     guard let decompress = output.range(of: "Decompress") else { return nil }
     let rest = output[decompress.upperBound...]

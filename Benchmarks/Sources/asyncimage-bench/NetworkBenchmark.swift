@@ -241,15 +241,9 @@ func makeNetCertificates(in folder: URL) throws -> (authority: String, certifica
         printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=critical,CA:FALSE\\nkeyUsage=critical,digitalSignature\\nextendedKeyUsage=serverAuth\\n' > server.ext
         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -set_serial 1 -days 2 -extfile server.ext -out server.pem
         """
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", script]
-    process.currentDirectoryURL = folder
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "openssl failed"]) }
+    let made = try ProcessRun.run(
+        URL(fileURLWithPath: "/bin/sh"), ["-c", script], directory: folder, output: .discarded, timeLimit: 120)
+    guard made.status == 0 else { throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "openssl failed"]) }
     return (folder.appendingPathComponent("ca.pem").path, folder.appendingPathComponent("server.pem").path, folder.appendingPathComponent("server.key").path)
 }
 
@@ -291,15 +285,11 @@ func runCurlCold(base: String, http2: Bool, authority: String, gallery: NetGalle
         "--config", config.path,
     ]
     argv += http2 ? ["--http2", "--parallel-max", "32"] : ["--http1.1", "--parallel-max", "6"]
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    process.standardOutput = FileHandle.nullDevice
     let start = now()
-    try process.run()
-    process.waitUntilExit()
+    let run = try ProcessRun.run(
+        URL(fileURLWithPath: argv[0]), Array(argv.dropFirst()), output: .discarded, errors: .passedThrough)
     let seconds = now() - start + gallery.slowestDecode
-    let ok = process.terminationStatus == 0
+    let ok = run.status == 0
     let result = NetRunResult(
         complete: ok ? seconds : .nan, firstPaint: .nan, toThumbnail: [], toFull: [], appearances: 16,
         failures: ok ? 0 : 1, offscreenStarts: 0, completedURLs: [], peakRSS: 0)

@@ -1,4 +1,5 @@
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 
 /// A small C program next to this package's sources (`reference-*/NAME.c`),
@@ -41,17 +42,11 @@ struct ReferenceProgram {
         return fields
     }
 
-    /// Runs `executable` to its end: its exit status and standard output.
+    /// Runs `executable` to its end: its exit status and standard output
+    /// (its standard error is this process's: a compiler's messages show).
     static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        let result = try ProcessRun.run(executable, arguments, errors: .passedThrough)
+        return (result.status, result.outputText)
     }
 
     /// FNV-1a (64 bits) of an image's first frame, rows packed, as the C

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncImageKit
+import BenchmarkSupport
 import Foundation
 
 /// `quality`: thumbnails of real photographs, scored with SSIMULACRA2
@@ -103,12 +104,10 @@ func runQualityBenchmark(photos: [String], sizes: [Int], runs: Int, output: Stri
     var arguments = [script.path, "--out", out.path, "--runs", String(runs), "--sizes"] + sizes.map(String.init)
     arguments += ["--photos"] + files
     for candidate in candidates { arguments += ["--candidate", "\(candidate.name)=\(candidate.folder.path)"] }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3"] + arguments
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchError("score.py failed (\(process.terminationStatus))") }
+    // Both streams are this process's: score.py reports its progress.
+    let run = try ProcessRun.run(
+        URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, output: .passedThrough, errors: .passedThrough)
+    guard run.status == 0 else { throw BenchError("score.py failed (\(run.status))") }
 }
 
 /// The photographs of Debian's mate-backgrounds (nature/), fetched with
