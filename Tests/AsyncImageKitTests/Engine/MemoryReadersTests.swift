@@ -15,10 +15,12 @@ import XCTest
 /// - the request's pixel limit (an image kept for another request, over
 ///   this one's limit, is not shown; a load fails with the limits error).
 ///
-/// The transport is the fake one, answering at once: a reader that went to
-/// the network would get another image (and the transport would have
-/// started its URL), not hang. (The album starts the original of a
-/// thumbnail it shows: another URL.)
+/// The transport is the fake one. For the readers that wait for an outcome
+/// it answers at once: one that went to the network would get another
+/// image (and the transport would have started its URL), not hang. For the
+/// image model and the album, which answer at once from memory, it holds
+/// every transfer, so that only memory can answer (the album starts the
+/// original of a thumbnail it shows: another URL).
 final class MemoryReadersTests: XCTestCase {
     enum Reader: String, CaseIterable {
         case load, sequence, cachedImage, hasCachedImage, encodedImage, imageModel, photoAlbum
@@ -144,8 +146,14 @@ final class MemoryReadersTests: XCTestCase {
         case .hasCachedImage:
             return Reading(image: h.loader.hasCachedImage(for: request) ? cached : nil)
         case .imageModel:
+            // What it shows at once; a load it starts is held (nothing but
+            // memory can answer before the read).
+            h.transport.isSuspended = true
             return Reading(image: ImageModel(request: request, loader: h.loader).image)
         case .photoAlbum:
+            // Held too: the album starts the original of a thumbnail it has,
+            // and would show the original once it arrived.
+            h.transport.isSuspended = true
             return Reading(image: album(h).photo(at: 0).image)
         }
     }
