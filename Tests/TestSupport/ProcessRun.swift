@@ -52,15 +52,7 @@ public enum ProcessRun {
             try? out.close()
             try? err.close()
         }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
+        let process = make(executable, arguments, directory: directory, environment: environment, output: out)
         process.standardError = err
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
@@ -91,6 +83,18 @@ public enum ProcessRun {
         _ executable: URL, _ arguments: [String], directory: URL? = nil, environment: [String: String] = [:],
         log: FileHandle? = nil
     ) throws -> Process {
+        let process = make(
+            executable, arguments, directory: directory, environment: environment, output: log ?? FileHandle.nullDevice)
+        try process.run()
+        return process
+    }
+
+    /// A process not yet run: no standard input, standard output and error
+    /// both to `output` (``run(_:_:directory:environment:timeLimit:)`` then
+    /// gives standard error a file of its own).
+    private static func make(
+        _ executable: URL, _ arguments: [String], directory: URL?, environment: [String: String], output: FileHandle
+    ) -> Process {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -99,9 +103,8 @@ public enum ProcessRun {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = log ?? FileHandle.nullDevice
-        process.standardError = log ?? FileHandle.nullDevice
-        try process.run()
+        process.standardOutput = output
+        process.standardError = output
         return process
     }
 }

@@ -1,5 +1,6 @@
 import AsyncImageKit
 import Foundation
+import ImageFixtures
 import TestSupport
 import XCTest
 
@@ -32,4 +33,16 @@ func assertDisplaySizeConverts(
     let naive = try ImageDecoder().decode(data, options: unconverted)
     XCTAssertGreaterThan(ImageComparison.maxColourDifference(small, naive), 5, name, file: file, line: line)
     print(String(format: "display size %@: %d level(s), mean ΔE00 %.3f, max %.3f", name, levels, difference.mean, difference.max))
+}
+
+/// The display-size check's source for the encoders that read a PNG's
+/// `iCCP` (heif-enc, cjxl): a 96x72 photo tagged Adobe RGB (Ghostscript's
+/// a98.icc); skipped without the profile.
+func adobeRGBTaggedPNG() throws -> Data {
+    let path = "/usr/share/color/icc/ghostscript/a98.icc"
+    guard let profile = FileManager.default.contents(atPath: path) else {
+        throw XCTSkip("\(path) missing (Debian's libgs-common)")
+    }
+    let source = SyntheticImage.photo(width: 96, height: 72, seed: 41)
+    return ColourFixtures.png(source, chunks: [("iCCP", ColourFixtures.iCCPPayload(profile))])
 }
